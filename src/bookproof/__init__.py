@@ -1,0 +1,1 @@
+"""The tooling that proves the book: the verifier, the grader and the notebook sync."""

@@ -1,0 +1,1 @@
+"""The runtime the book builds, chapter by chapter."""
