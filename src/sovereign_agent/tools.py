@@ -127,6 +127,11 @@ class Dispatcher:
         return self._allowed
 
     @property
+    def has_write_authority(self) -> bool:
+        """Whether a consequential tool could ever pass step 3 of `invoke`."""
+        return self._before_write is not None
+
+    @property
     def max_result_bytes(self) -> int:
         return self._max_result_bytes
 
