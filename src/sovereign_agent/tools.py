@@ -161,10 +161,13 @@ class Dispatcher:
             value = tool.handler(arguments)
             # 5. Bound what goes back into the model's context. The handler has
             #    already run by now: this refusal hides a result, it undoes nothing.
-            encoded = json.dumps({"ok": True, "value": value}, allow_nan=False).encode("utf-8")
+            #    json.dumps escapes every non-ASCII character, so its length in
+            #    characters is its size in bytes.
+            observation = {"ok": True, "value": value}
+            encoded = json.dumps(observation, allow_nan=False)
         except EXPECTED_FAILURES:
             # 6. An expected failure becomes a code; its message stays here.
             return _refusal("tool_failed")
         if len(encoded) > self._max_result_bytes:
             return _refusal("result_too_large")
-        return {"ok": True, "value": value}
+        return observation
