@@ -2,7 +2,24 @@
 
 Later chapters load `SHOP` with `runpy.run_path(...)["SHOP"]`, so importing this
 file defines data and nothing else; the model call runs only from `main()`.
+
+Offline by default. Set SOVEREIGN_MODEL=openai:<model> or anthropic:<model>
+(with the matching *_API_KEY and, for a local server, *_BASE_URL) to send the
+same request to a real model.
 """
+
+import json
+import sys
+
+from sovereign_agent.models import (
+    Message,
+    ModelClient,
+    ModelError,
+    ModelResponseError,
+    SystemMessage,
+    UserMessage,
+    model_from_env,
+)
 
 SHOP = {
     "name": "Lucy's Ice Cream",
@@ -13,9 +30,56 @@ SHOP = {
     ],
 }
 
+BRIEF_INSTRUCTIONS = """\
+You write the morning brief for Lucy's ice-cream shop.
+The user message holds a stock snapshot as JSON. Use only the figures in it.
+For each product, the tubs to re-order are max(0, reorder_point - on_hand).
+List the products to re-order first, then the ones that need nothing.
+Say that your figures are only as fresh as the snapshot."""
+
+
+def replenishment_need(row: dict) -> int:
+    """Tubs to order to reach the target; a flavour above target needs 0, never less."""
+    return max(0, row["reorder_point"] - row["on_hand"])
+
+
+def snapshot_json(shop: dict) -> str:
+    """The shop's stock as JSON text: exact numbers, and a stable order for every run."""
+    return json.dumps(shop, indent=2, sort_keys=True)
+
+
+def build_brief_request(shop: dict) -> list[Message]:
+    """The whole conversation for one brief: the rules, then the snapshot as data."""
+    return [
+        SystemMessage(content=BRIEF_INSTRUCTIONS),
+        UserMessage(
+            content="Here is this morning's stock snapshot as JSON:\n\n"
+            + snapshot_json(shop)
+            + "\n\nWrite today's brief."
+        ),
+    ]
+
+
+def morning_brief(model: ModelClient, shop: dict) -> str:
+    """Ask `model` for the brief; a reply without text is an error, never an empty brief."""
+    reply = model.complete(build_brief_request(shop))
+    if reply.message.content is None:
+        raise ModelResponseError("the model replied without any text")
+    return reply.message.content
+
 
 def main() -> None:
-    raise SystemExit("chapter 1's model call is not written yet")
+    try:
+        model = model_from_env()
+        brief = morning_brief(model, SHOP)
+    except ModelError as error:
+        # A model error is a message for the reader, not a bug report: one
+        # line, no traceback, and a non-zero status a shell script can test.
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
+    print(f"Morning brief from {model.label}")
+    print()
+    print(brief)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,44 @@
+"""Reading the neutral tool schema and a provider's reply: helpers both clients share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sovereign_agent.models.base import ModelResponseError
+from sovereign_agent.models.messages import Usage
+
+__all__ = ["expect", "function_parts", "token_usage"]
+
+
+def function_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """Name, description and JSON-schema parameters of one `ExecutableTool.schema()`.
+
+    A schema in any other shape is our own mistake, not the model's, so it
+    raises `ValueError` before anything is sent.
+    """
+    function = tool.get("function") if tool.get("type") == "function" else None
+    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+        raise ValueError('a tool schema must look like {"type": "function", "function": {...}}')
+    parameters = function.get("parameters", {"type": "object", "properties": {}})
+    if not isinstance(parameters, Mapping):
+        raise ValueError(
+            f"the parameters of tool {function['name']!r} must be a JSON schema object"
+        )
+    return function["name"], str(function.get("description", "")), dict(parameters)
+
+
+def token_usage(raw: Any, input_key: str, output_key: str) -> Usage | None:
+    """Token counts when the provider sent plausible ones; usage is never worth failing a reply."""
+    if not isinstance(raw, Mapping):
+        return None
+    counts = raw.get(input_key), raw.get(output_key)
+    if all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
+        return Usage(input_tokens=counts[0], output_tokens=counts[1])
+    return None
+
+
+def expect(condition: bool, source: str, what: str) -> None:
+    """Fail a malformed reply with a message naming the field that was wrong."""
+    if not condition:
+        raise ModelResponseError(f"the reply from {source} is malformed: {what}")

@@ -1,0 +1,203 @@
+"""A client for the OpenAI Chat Completions API, and every local server that copies it.
+
+Ollama, vLLM and the llama.cpp server all answer `POST {base_url}/chat/completions`
+in this shape, so one client covers a paid provider and a model on your own
+machine; only the base URL changes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sovereign_agent.models._schema import expect, function_parts, token_usage
+from sovereign_agent.models.base import ModelConfigurationError
+from sovereign_agent.models.http import (
+    HTTPSettings,
+    check_base_url,
+    display_url,
+    post_json,
+    read_api_key,
+)
+from sovereign_agent.models.messages import (
+    AssistantMessage,
+    AssistantToolCall,
+    Message,
+    ModelReply,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+
+__all__ = [
+    "OPENAI_DEFAULT_BASE_URL",
+    "OpenAICompatibleClient",
+    "openai_messages",
+    "openai_tools",
+    "parse_chat_completion",
+]
+
+OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The neutral conversation in Chat Completions form; the shapes map one to one."""
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage | UserMessage):
+            wire.append({"role": message.role, "content": message.content})
+        elif isinstance(message, AssistantMessage):
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments_json},
+                    }
+                    for call in message.tool_calls
+                ]
+            wire.append(entry)
+        elif isinstance(message, ToolMessage):
+            wire.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            )
+        else:
+            raise TypeError(f"not a conversation message: {type(message).__name__}")
+    return wire
+
+
+def openai_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`ExecutableTool.schema()` already is the Chat Completions shape; we only check it."""
+    wire = []
+    for tool in tools:
+        name, description, parameters = function_parts(tool)
+        wire.append(
+            {
+                "type": "function",
+                "function": {"name": name, "description": description, "parameters": parameters},
+            }
+        )
+    return wire
+
+
+def _tool_call(raw: Any, source: str) -> AssistantToolCall:
+    expect(isinstance(raw, dict), source, "a tool call is not an object")
+    function = raw.get("function")
+    expect(isinstance(function, dict), source, "a tool call has no function object")
+    call_id, name = raw.get("id", ""), function.get("name", "")
+    arguments = function.get("arguments", "")
+    expect(
+        isinstance(call_id, str) and isinstance(name, str),
+        source,
+        "a tool call's id or name is not text",
+    )
+    if isinstance(arguments, dict | list):
+        # Some local servers send the arguments already parsed; the neutral
+        # record keeps text, so it is written back as the JSON it was.
+        arguments = json.dumps(arguments)
+    expect(isinstance(arguments, str), source, "tool call arguments are not text")
+    # No check that the arguments parse: that is the runtime's decision to
+    # make, and to refuse visibly (chapter 3), not the transport's.
+    return AssistantToolCall(id=call_id, name=name, arguments_json=arguments)
+
+
+def parse_chat_completion(payload: dict[str, Any], *, source: str, model: str) -> ModelReply:
+    """One `choices[0]` reply in neutral form; anything else is a `ModelResponseError`."""
+    choices = payload.get("choices")
+    expect(isinstance(choices, list) and len(choices) > 0, source, "no choices")
+    choice = choices[0]
+    expect(isinstance(choice, dict), source, "choices[0] is not an object")
+    message = choice.get("message")
+    expect(isinstance(message, dict), source, "choices[0] has no message object")
+    content = message.get("content")
+    expect(content is None or isinstance(content, str), source, "message content is not text")
+    raw_calls = message.get("tool_calls") or []
+    expect(isinstance(raw_calls, list), source, "tool_calls is not a list")
+    calls = tuple(_tool_call(raw, source) for raw in raw_calls)
+    finish_reason = choice.get("finish_reason")
+    answered_by = payload.get("model")
+    return ModelReply(
+        message=AssistantMessage(content=content, tool_calls=calls),
+        model=answered_by if isinstance(answered_by, str) and answered_by else model,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        usage=token_usage(payload.get("usage"), "prompt_tokens", "completion_tokens"),
+    )
+
+
+def _is_openai(base_url: str) -> bool:
+    return urllib.parse.urlsplit(base_url).hostname == "api.openai.com"
+
+
+class OpenAICompatibleClient:
+    """Talks Chat Completions to OpenAI or to a local server with the same API.
+
+    The key is required for api.openai.com and optional anywhere else: Ollama
+    and llama.cpp ignore it, and asking a reader to invent a fake key teaches
+    them to paste keys where none is needed. With no key, no Authorization
+    header is sent at all.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str = OPENAI_DEFAULT_BASE_URL,
+        settings: HTTPSettings | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not model.strip():
+            raise ModelConfigurationError("the OpenAI-compatible client needs a model name")
+        self.model = model
+        self.base_url = check_base_url(base_url, variable="OPENAI_BASE_URL")
+        self._key = read_api_key(api_key, variable="OPENAI_API_KEY")
+        if self._key is None and _is_openai(self.base_url):
+            raise ModelConfigurationError(
+                "OPENAI_API_KEY is not set; api.openai.com needs a key "
+                "(or use SOVEREIGN_MODEL=offline)"
+            )
+        self.settings = settings or HTTPSettings()
+        self._sleep = sleep
+
+    @property
+    def label(self) -> str:
+        return f"openai:{self.model} at {display_url(self.base_url)}"
+
+    def __repr__(self) -> str:
+        key = "<hidden>" if self._key else "<none>"
+        return (
+            f"OpenAICompatibleClient(model={self.model!r}, "
+            f"base_url={display_url(self.base_url)!r}, api_key={key})"
+        )
+
+    def request_body(
+        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
+    ) -> dict[str, Any]:
+        """Exactly the JSON `complete` would send, so a reader can look before paying."""
+        body: dict[str, Any] = {"model": self.model, "messages": openai_messages(messages)}
+        if tools:
+            body["tools"] = openai_tools(tools)
+        return body
+
+    def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
+    ) -> ModelReply:
+        url = f"{self.base_url}/chat/completions"
+        headers = {}
+        secrets: tuple[str, ...] = ()
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+            secrets = (self._key.reveal(),)
+        payload = post_json(
+            url,
+            self.request_body(messages, tools=tools),
+            headers=headers,
+            settings=self.settings,
+            secrets=secrets,
+            sleep=self._sleep,
+        )
+        return parse_chat_completion(payload, source=display_url(url), model=self.model)

@@ -1,0 +1,219 @@
+"""Exercise Book 1: the reference solution scores full marks, the starter does not,
+and each typical mistake loses exactly the checks written for it.
+
+The grader runs as a real subprocess over real folders, all in one batch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTION = (ROOT / "solutions" / "book01" / "morning_brief.py").read_text(encoding="utf-8")
+STARTER = (ROOT / "exercises" / "book01" / "morning_brief.py").read_text(encoding="utf-8")
+
+ALL_CHECKS = {
+    "imports",
+    "ch1_need",
+    "ch1_offline_brief",
+    "ex1_fields_only",
+    "ex1_shop_unchanged",
+    "ex1_private_not_sent",
+    "ex2_taken_at",
+    "ex2_request",
+    "ex3_config_notice",
+    "ex3_unreachable_notice",
+    "ex3_defects_stay_loud",
+}
+
+IN_PLACE = """
+def brief_snapshot(shop: dict) -> dict:
+    for row in shop["products"]:
+        for key in list(row):
+            if key not in BRIEF_FIELDS:
+                del row[key]
+    for key in list(shop):
+        if key not in ("name", "products"):
+            del shop[key]
+    return shop
+"""
+
+# name -> (text to replace in the solution, its replacement, the checks it must fail)
+MISTAKES: dict[str, tuple[str, str, set[str]]] = {
+    "catches_everything": (
+        "except ModelError as error:",
+        "except Exception as error:",
+        {"ex3_defects_stay_loud"},
+    ),
+    "notice_shows_environment": (
+        'return f"Brief unavailable: {error}"',
+        'return f"Brief unavailable: {error} (settings: {dict(environ)})"',
+        {"ex3_config_notice", "ex3_unreachable_notice"},
+    ),
+    "drops_only_the_margin": (
+        '"products": [{field: row[field] for field in BRIEF_FIELDS} for row in shop["products"]],',
+        '"products": [{k: v for k, v in row.items() if k != "margin_pence"} '
+        'for row in shop["products"]],',
+        {"ex1_fields_only", "ex1_private_not_sent", "ex2_taken_at"},
+    ),
+    "unsorted_json": (
+        "indent=2, sort_keys=True)",
+        "indent=2)",
+        {"ex2_taken_at", "ex2_request"},
+    ),
+    "deletes_fields_in_place": ("def brief_snapshot(", "def _unused(", {"ex1_shop_unchanged"}),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict[str, dict[str, bool]]:
+    base = tmp_path_factory.mktemp("book01")
+    folders = {"solution": SOLUTION, "starter": STARTER}
+    for name, (old, new, _) in MISTAKES.items():
+        assert SOLUTION.count(old) == 1, name
+        folders[name] = SOLUTION.replace(old, new)
+    folders["deletes_fields_in_place"] += IN_PLACE
+    for name, text in folders.items():
+        (base / name).mkdir()
+        (base / name / "morning_brief.py").write_text(text, encoding="utf-8")
+    out = base / "report.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "scripts/grade_exercises.py",
+            "--book",
+            "1",
+            "-j",
+            "2",
+            "--json",
+            str(out),
+            *[str(base / name) for name in folders],
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    text = out.read_text(encoding="utf-8")
+    # Every planted secret (notes, keys) stays inside the grader.
+    assert "secret-token" not in text
+    assert "secret-token" not in result.stdout
+    data = json.loads(text)
+    return {
+        entry["submission"]: {check["id"]: check["passed"] for check in entry["checks"]}
+        | {"__full__": entry["total"] == entry["max"]}
+        for entry in data["submissions"]
+    }
+
+
+def test_the_reference_solution_scores_full_marks(report):
+    assert set(report["solution"]) - {"__full__"} == ALL_CHECKS
+    assert report["solution"]["__full__"]
+
+
+def test_the_untouched_starter_does_not(report):
+    starter = report["starter"]
+    assert not starter["__full__"]
+    failed = {check for check, passed in starter.items() if not passed} - {"__full__"}
+    # It is chapter 1's file: the chapter's behaviour passes, each exercise fails.
+    assert failed == {
+        "ex1_fields_only",
+        "ex1_private_not_sent",
+        "ex2_taken_at",
+        "ex2_request",
+        "ex3_config_notice",
+        "ex3_unreachable_notice",
+        "ex3_defects_stay_loud",
+    }
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_mistake_loses_exactly_its_checks(report, mistake):
+    failed = {check for check, passed in report[mistake].items() if not passed} - {"__full__"}
+    assert failed == MISTAKES[mistake][2]
+
+
+def run_learner_tests(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_solutions_own_tests_pass_against_the_solution(tmp_path):
+    folder = tmp_path / "solution"
+    folder.mkdir()
+    for path in (ROOT / "solutions" / "book01").glob("*.py"):
+        (folder / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    result = run_learner_tests(folder)
+    assert result.returncode == 0, result.stdout
+    assert "11 passed" in result.stdout
+
+
+def test_the_solutions_own_tests_fail_against_the_starter(tmp_path):
+    folder = tmp_path / "starter"
+    folder.mkdir()
+    (folder / "morning_brief.py").write_text(STARTER, encoding="utf-8")
+    for path in (ROOT / "solutions" / "book01").glob("test_*.py"):
+        (folder / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    result = run_learner_tests(folder)
+    assert result.returncode == 1
+    assert "9 failed, 2 passed" in result.stdout
+
+
+def notebook_output(folder: Path, unit: str) -> str:
+    """Run a unit notebook's non-exercise cells as one script, as a learner's kernel would."""
+    import nbformat
+
+    notebook = nbformat.read(folder / f"{unit}.ipynb", as_version=4)
+    script = "\n\n".join(
+        cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code" and "exercise" not in cell.metadata.get("tags", [])
+    )
+    (folder / "_cells.py").write_text(script + "\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "_cells.py"], cwd=folder, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@pytest.fixture
+def exercise_folder(tmp_path):
+    folder = tmp_path / "book01"
+    shutil.copytree(ROOT / "exercises" / "book01", folder)
+    return folder
+
+
+def test_the_notebooks_check_cells_show_the_exercises_done_with_the_solution(exercise_folder):
+    (exercise_folder / "morning_brief.py").write_text(SOLUTION, encoding="utf-8")
+    unit_a = notebook_output(exercise_folder, "unit_a")
+    assert "fields sent: ['name', 'on_hand', 'reorder_point', 'sku']" in unit_a
+    assert "private data sent: False" in unit_a
+    assert "the model sees taken_at = 2026-06-01T07:30" in unit_a
+    assert "rules mention taken_at: True" in unit_a
+    unit_b = notebook_output(exercise_folder, "unit_b")
+    assert "  missing key: returned: Brief unavailable: OPENAI_API_KEY is not set" in unit_b
+    assert "  server down: returned: Brief unavailable: cannot reach http://127.0.0.1:" in unit_b
+    assert "key in notice: False" in unit_b
+    assert "broken shop: raised KeyError" in unit_b
+
+
+def test_the_notebooks_check_cells_show_the_starter_not_done_yet(exercise_folder):
+    unit_a = notebook_output(exercise_folder, "unit_a")
+    assert "private data sent: True" in unit_a
+    assert "the model sees taken_at = None" in unit_a
+    unit_b = notebook_output(exercise_folder, "unit_b")
+    assert "  missing key: raised ModelConfigurationError" in unit_b
+    assert "  server down: raised ModelUnavailableError" in unit_b
