@@ -1,0 +1,289 @@
+"""Chapter 3, as you saved it: a bounded agent loop and an offline model for Lucy's shop.
+
+The loop asks a model, answers each tool call through chapter 2's dispatcher
+under the call's id, and stops for a reason it names: the model's final answer,
+the step limit, the tool-call limit, or a model error. It builds on the book's
+runtime for the earlier chapters (the messages, the dispatcher, the shop).
+Importing this file defines things and prints nothing; run it to see the
+morning plan.
+"""
+
+import json
+import runpy
+from collections.abc import Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from sovereign_agent.models import (
+    AssistantMessage,
+    AssistantToolCall,
+    Message,
+    ModelClient,
+    ModelError,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.shop import build_tools
+from sovereign_agent.tools import Dispatcher, Observation, ToolCall
+
+
+def tool_call(call_id: str, name: str, **arguments: Any) -> AssistantToolCall:
+    """A tool call as a provider hands it over: the arguments are JSON text."""
+    return AssistantToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
+
+
+class StopReason(StrEnum):
+    """Why a run ended. The runtime names it; the model never chooses it."""
+
+    FINAL_ANSWER = "final_answer"
+    STEP_LIMIT = "step_limit"
+    TOOL_CALL_LIMIT = "tool_call_limit"
+    MODEL_ERROR = "model_error"
+
+
+class RunRecord(BaseModel):
+    """Everything one run did, frozen once the run is over."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stop_reason: StopReason
+    answer: str | None
+    error: str | None
+    steps: int
+    messages: tuple[Message, ...]
+    requested: tuple[str, ...]
+    executed: tuple[str, ...]
+    refused: tuple[tuple[str, str], ...]
+
+
+def check_setup(dispatcher: Dispatcher, *, max_steps: int, max_tool_calls: int) -> None:
+    """Refuse a run that could only fail, before the model is asked anything."""
+    for name, bound in (("max_steps", max_steps), ("max_tool_calls", max_tool_calls)):
+        # bool is a subclass of int: True must not pass for a bound of 1.
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+            raise ValueError(f"{name} must be a positive int, got {bound!r}")
+    for name in sorted(dispatcher.allowed & dispatcher.tools.keys()):
+        # Otherwise every call to this tool would come back refused, and the
+        # run would look like a model that keeps failing, not a missing setting.
+        if dispatcher.tools[name].consequential and not dispatcher.has_write_authority:
+            raise ValueError(f"tool {name!r} is allowed and consequential, but no before_write")
+
+
+# Arguments for the shop's tools fit in a few dozen characters. The bound keeps
+# a runaway model from making the runtime parse megabytes of text; deep nesting
+# within it is still possible, hence the RecursionError below.
+MAX_ARGUMENTS_CHARS = 4_096
+
+
+def refuse_constant(name: str) -> float:
+    """NaN and Infinity are not JSON, though Python's parser accepts them by default."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
+    """The model's raw request as a checked envelope, or None when it is malformed."""
+    if len(raw.arguments_json) > MAX_ARGUMENTS_CHARS:
+        return None
+    try:
+        arguments = json.loads(raw.arguments_json, parse_constant=refuse_constant)
+        return ToolCall(id=raw.id, name=raw.name, arguments=arguments)
+    except (ValueError, RecursionError):
+        # ValueError covers bad JSON and Pydantic's ValidationError alike.
+        return None
+
+
+def observation_message(call_id: str, observation: Observation) -> ToolMessage:
+    """One answer to one call, under that call's id, as JSON with sorted keys."""
+    return ToolMessage(
+        tool_call_id=call_id,
+        content=json.dumps(observation, sort_keys=True, allow_nan=False),
+    )
+
+
+def one_line(error: Exception) -> str:
+    """A model error as one short line: its class, then its message."""
+    text = " ".join(str(error).split())[:200]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def run_task(
+    model: ModelClient,
+    dispatcher: Dispatcher,
+    task: str,
+    *,
+    max_steps: int,
+    max_tool_calls: int,
+    system: str | None = None,
+) -> RunRecord:
+    """Let the model work on one task, inside bounds the runtime set and enforces."""
+    check_setup(dispatcher, max_steps=max_steps, max_tool_calls=max_tool_calls)
+    messages: list[Message] = [] if system is None else [SystemMessage(content=system)]
+    messages.append(UserMessage(content=task))
+    schemas = dispatcher.schemas()
+    requested: list[str] = []
+    executed: list[str] = []
+    refused: list[tuple[str, str]] = []
+    seen_ids: set[str] = set()
+    steps = 0
+    dispatched = 0
+
+    def finish(
+        reason: StopReason, answer: str | None = None, error: str | None = None
+    ) -> RunRecord:
+        return RunRecord(
+            stop_reason=reason,
+            answer=answer,
+            error=error,
+            steps=steps,
+            messages=tuple(messages),
+            requested=tuple(requested),
+            executed=tuple(executed),
+            refused=tuple(refused),
+        )
+
+    while True:
+        steps += 1
+        try:
+            reply = model.complete(tuple(messages), tools=schemas)
+        except ModelError as error:
+            return finish(StopReason.MODEL_ERROR, error=one_line(error))
+        messages.append(reply.message)
+        if not reply.message.tool_calls:
+            return finish(StopReason.FINAL_ANSWER, answer=reply.message.content)
+        # The model gets no step after this one, so nothing it asks for now
+        # would ever be read: answer each call with a refusal instead of running it.
+        stop = StopReason.STEP_LIMIT if steps == max_steps else None
+        for raw in reply.message.tool_calls:
+            requested.append(raw.name)
+            call = parse_tool_call(raw)
+            if call is None or call.id in seen_ids:
+                # A fixed code: the model's own malformed text is never echoed back.
+                observation: Observation = {"ok": False, "error": "malformed_tool_call"}
+            elif stop is StopReason.STEP_LIMIT:
+                observation = {"ok": False, "error": "step_limit"}
+            elif dispatched == max_tool_calls:
+                # The budget is spent mid-turn: the rest of this turn is refused,
+                # and the model is not asked again.
+                observation = {"ok": False, "error": "tool_call_limit"}
+                stop = StopReason.TOOL_CALL_LIMIT
+            else:
+                dispatched += 1
+                observation = dispatcher.invoke(call)
+            if call is not None:
+                seen_ids.add(call.id)
+            if observation.get("ok") is True:
+                executed.append(raw.name)
+            else:
+                refused.append((raw.name, str(observation["error"])))
+            # Every call is answered, in the model's order, under its own id:
+            # a provider rejects a transcript with an unanswered call.
+            messages.append(observation_message(raw.id, observation))
+        if stop is not None:
+            return finish(stop)
+
+
+def next_call_id(messages: Sequence[Message], offset: int = 0) -> str:
+    """A fresh id, counting the calls already in the conversation, as a provider would."""
+    made = sum(len(m.tool_calls) for m in messages if isinstance(m, AssistantMessage))
+    return f"call-{made + 1 + offset}"
+
+
+def latest_observations(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The answers to the model's most recent turn, in the order of its calls."""
+    answers: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        answers.insert(0, json.loads(message.content))
+    return answers
+
+
+def ask_for_stock(messages: Sequence[Message]) -> AssistantMessage:
+    """Offline model, step 1: ask the shop instead of trusting a snapshot."""
+    return AssistantMessage(tool_calls=(tool_call(next_call_id(messages), "list_stock"),))
+
+
+def draft_what_is_needed(messages: Sequence[Message]) -> AssistantMessage:
+    """Offline model, step 2: one draft per product below target, largest need first."""
+    stock = latest_observations(messages)[-1]["value"]
+    needed = sorted((row for row in stock if row["needed"] > 0), key=lambda row: -row["needed"])
+    calls = [
+        tool_call(next_call_id(messages, i), "draft_order", sku=row["sku"], quantity=row["needed"])
+        for i, row in enumerate(needed)
+    ]
+    return AssistantMessage(tool_calls=tuple(calls))
+
+
+def report_plan(messages: Sequence[Message]) -> AssistantMessage:
+    """Offline model, step 3: a plan built only from the drafts the shop returned."""
+    drafts = [obs["value"] for obs in latest_observations(messages) if obs["ok"]]
+    parts = [f"{d['quantity']} tubs of {d['sku']} ({d['total_pence']:,} pence)" for d in drafts]
+    total = sum(d["total_pence"] for d in drafts)
+    return AssistantMessage(
+        content=f"Draft {' and '.join(parts)}: {total:,} pence in all. Nothing is bought yet."
+    )
+
+
+SHOP_SCRIPT = (ask_for_stock, draft_what_is_needed, report_plan)
+
+
+def show_run(record: RunRecord) -> None:
+    """How a run ended, and the three trajectories, one line each."""
+    print(f"stop: {record.stop_reason} after {record.steps} step(s)")
+    print("requested:", ", ".join(record.requested) or "(none)")
+    print("executed:", ", ".join(record.executed) or "(none)")
+    print("refused:", ", ".join(f"{name} ({code})" for name, code in record.refused) or "(none)")
+
+
+def show_transcript(record: RunRecord) -> None:
+    """Every message of a run, one line each, long observations cut short."""
+    for message in record.messages:
+        if isinstance(message, UserMessage):
+            print("user:", message.content)
+        elif isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                print(f"model asks [{call.id}]: {call.name} {call.arguments_json}")
+            if message.content:
+                print("model says:", message.content)
+        elif isinstance(message, ToolMessage):
+            text = message.content if len(message.content) <= 60 else message.content[:59] + "…"
+            print(f"runtime answers [{message.tool_call_id}]: {text}")
+
+
+def drafts_in(record: RunRecord) -> list[dict[str, Any]]:
+    """The drafts a run produced, found by matching each answer to its call by id."""
+    names = {
+        call.id: call.name
+        for message in record.messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+    }
+    drafts = []
+    for message in record.messages:
+        if isinstance(message, ToolMessage) and names.get(message.tool_call_id) == "draft_order":
+            observation = json.loads(message.content)
+            if observation["ok"]:
+                drafts.append(observation["value"])
+    return drafts
+
+
+if __name__ == "__main__":
+    # The shop is chapter 1's fixture, found from this file's own location.
+    checkpoints = Path(__file__).resolve().parents[1] / "checkpoints"
+    SHOP = runpy.run_path(
+        str(checkpoints / "profrod_sovereign_agent_ch01_first_model_call_checkpoint.py")
+    )["SHOP"]
+    record = run_task(
+        ScriptedModel(SHOP_SCRIPT),
+        build_tools(SHOP),
+        "Plan this morning's re-order.",
+        max_steps=6,
+        max_tool_calls=8,
+    )
+    show_run(record)
+    show_transcript(record)

@@ -1,0 +1,443 @@
+"""Exercise Book 3 starter: chapter 3's bounded loop, ready for both exercises.
+
+This is the file you saved in chapter 3, plus a few helpers and, at the end,
+the grader's door: small functions that let the grader, which can only send
+and receive plain JSON, run your loop. It works, and it does NOT do the
+exercises yet: look for the lines marked `Exercise 1` and `Exercise 2`.
+
+Check your progress at any time (from the repository root):
+
+    uv run python scripts/grade_exercises.py --book 3 exercises/book03
+
+Importing it defines things and prints nothing.
+"""
+
+import json
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from sovereign_agent.models import (
+    AssistantMessage,
+    AssistantToolCall,
+    Message,
+    ModelClient,
+    ModelError,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.shop import (
+    DraftArguments,
+    NoArguments,
+    ProductArguments,
+    draft_order,
+    stock_report,
+    supplier_quote,
+)
+from sovereign_agent.tools import Dispatcher, ExecutableTool, Observation, ToolCall
+
+
+def tool_call(call_id: str, name: str, **arguments: Any) -> AssistantToolCall:
+    """A tool call as a provider hands it over: the arguments are JSON text."""
+    return AssistantToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
+
+
+class StopReason(StrEnum):
+    """Why a run ended. The runtime names it; the model never chooses it."""
+
+    FINAL_ANSWER = "final_answer"
+    STEP_LIMIT = "step_limit"
+    TOOL_CALL_LIMIT = "tool_call_limit"
+    MODEL_ERROR = "model_error"
+    # Exercise 2: a fifth reason, REPEATED_REFUSAL = "repeated_refusal".
+
+
+class RunRecord(BaseModel):
+    """Everything one run did, frozen once the run is over."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stop_reason: StopReason
+    answer: str | None
+    error: str | None
+    steps: int
+    messages: tuple[Message, ...]
+    requested: tuple[str, ...]
+    executed: tuple[str, ...]
+    refused: tuple[tuple[str, str], ...]
+
+
+def check_setup(dispatcher: Dispatcher, *, max_steps: int, max_tool_calls: int) -> None:
+    """Refuse a run that could only fail, before the model is asked anything."""
+    for name, bound in (("max_steps", max_steps), ("max_tool_calls", max_tool_calls)):
+        # bool is a subclass of int: True must not pass for a bound of 1.
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+            raise ValueError(f"{name} must be a positive int, got {bound!r}")
+    for name in sorted(dispatcher.allowed & dispatcher.tools.keys()):
+        # Otherwise every call to this tool would come back refused, and the
+        # run would look like a model that keeps failing, not a missing setting.
+        if dispatcher.tools[name].consequential and not dispatcher.has_write_authority:
+            raise ValueError(f"tool {name!r} is allowed and consequential, but no before_write")
+
+
+# Arguments for the shop's tools fit in a few dozen characters. The bound keeps
+# a runaway model from making the runtime parse megabytes of text; deep nesting
+# within it is still possible, hence the RecursionError below.
+MAX_ARGUMENTS_CHARS = 4_096
+
+
+def refuse_constant(name: str) -> float:
+    """NaN and Infinity are not JSON, though Python's parser accepts them by default."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
+    """The model's raw request as a checked envelope, or None when it is malformed."""
+    if len(raw.arguments_json) > MAX_ARGUMENTS_CHARS:
+        return None
+    try:
+        arguments = json.loads(raw.arguments_json, parse_constant=refuse_constant)
+        return ToolCall(id=raw.id, name=raw.name, arguments=arguments)
+    except (ValueError, RecursionError):
+        # ValueError covers bad JSON and Pydantic's ValidationError alike.
+        return None
+
+
+def observation_message(call_id: str, observation: Observation) -> ToolMessage:
+    """One answer to one call, under that call's id, as JSON with sorted keys."""
+    return ToolMessage(
+        tool_call_id=call_id,
+        content=json.dumps(observation, sort_keys=True, allow_nan=False),
+    )
+
+
+def one_line(error: Exception) -> str:
+    """A model error as one short line: its class, then its message."""
+    text = " ".join(str(error).split())[:200]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def run_task(
+    model: ModelClient,
+    dispatcher: Dispatcher,
+    task: str,
+    *,
+    max_steps: int,
+    max_tool_calls: int,
+    system: str | None = None,
+) -> RunRecord:
+    """Let the model work on one task, inside bounds the runtime set and enforces."""
+    check_setup(dispatcher, max_steps=max_steps, max_tool_calls=max_tool_calls)
+    messages: list[Message] = [] if system is None else [SystemMessage(content=system)]
+    messages.append(UserMessage(content=task))
+    schemas = dispatcher.schemas()
+    requested: list[str] = []
+    executed: list[str] = []
+    refused: list[tuple[str, str]] = []
+    seen_ids: set[str] = set()
+    steps = 0
+    dispatched = 0
+
+    def finish(
+        reason: StopReason, answer: str | None = None, error: str | None = None
+    ) -> RunRecord:
+        return RunRecord(
+            stop_reason=reason,
+            answer=answer,
+            error=error,
+            steps=steps,
+            messages=tuple(messages),
+            requested=tuple(requested),
+            executed=tuple(executed),
+            refused=tuple(refused),
+        )
+
+    while True:
+        steps += 1
+        try:
+            reply = model.complete(tuple(messages), tools=schemas)
+        except ModelError as error:
+            return finish(StopReason.MODEL_ERROR, error=one_line(error))
+        messages.append(reply.message)
+        if not reply.message.tool_calls:
+            return finish(StopReason.FINAL_ANSWER, answer=reply.message.content)
+        # The model gets no step after this one, so nothing it asks for now
+        # would ever be read: answer each call with a refusal instead of running it.
+        stop = StopReason.STEP_LIMIT if steps == max_steps else None
+        for raw in reply.message.tool_calls:
+            requested.append(raw.name)
+            call = parse_tool_call(raw)
+            if call is None or call.id in seen_ids:
+                # A fixed code: the model's own malformed text is never echoed back.
+                observation: Observation = {"ok": False, "error": "malformed_tool_call"}
+            elif stop is StopReason.STEP_LIMIT:
+                observation = {"ok": False, "error": "step_limit"}
+            # Exercise 2: a request the dispatcher already refused in this run
+            # (same name, same arguments) is answered "repeated_refusal", not sent again.
+            elif dispatched == max_tool_calls:
+                # The budget is spent mid-turn: the rest of this turn is refused,
+                # and the model is not asked again.
+                observation = {"ok": False, "error": "tool_call_limit"}
+                stop = StopReason.TOOL_CALL_LIMIT
+            else:
+                dispatched += 1
+                observation = dispatcher.invoke(call)
+            if call is not None:
+                seen_ids.add(call.id)
+            if observation.get("ok") is True:
+                executed.append(raw.name)
+            else:
+                refused.append((raw.name, str(observation["error"])))
+            # Every call is answered, in the model's order, under its own id:
+            # a provider rejects a transcript with an unanswered call.
+            messages.append(observation_message(raw.id, observation))
+        if stop is not None:
+            return finish(stop)
+
+
+def next_call_id(messages: Sequence[Message], offset: int = 0) -> str:
+    """A fresh id, counting the calls already in the conversation, as a provider would."""
+    made = sum(len(m.tool_calls) for m in messages if isinstance(m, AssistantMessage))
+    return f"call-{made + 1 + offset}"
+
+
+def latest_observations(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The answers to the model's most recent turn, in the order of its calls."""
+    answers: list[dict[str, Any]] = []
+    for message in reversed(messages):
+        if not isinstance(message, ToolMessage):
+            break
+        answers.insert(0, json.loads(message.content))
+    return answers
+
+
+def ask_for_stock(messages: Sequence[Message]) -> AssistantMessage:
+    """Offline model, step 1: ask the shop instead of trusting a snapshot."""
+    return AssistantMessage(tool_calls=(tool_call(next_call_id(messages), "list_stock"),))
+
+
+def draft_what_is_needed(messages: Sequence[Message]) -> AssistantMessage:
+    """Offline model, step 2: one draft per product below target, largest need first."""
+    stock = latest_observations(messages)[-1]["value"]
+    needed = sorted((row for row in stock if row["needed"] > 0), key=lambda row: -row["needed"])
+    calls = [
+        tool_call(next_call_id(messages, i), "draft_order", sku=row["sku"], quantity=row["needed"])
+        for i, row in enumerate(needed)
+    ]
+    return AssistantMessage(tool_calls=tuple(calls))
+
+
+def report_plan(messages: Sequence[Message]) -> AssistantMessage:
+    """Offline model, step 3: a plan built only from the drafts the shop returned."""
+    drafts = [obs["value"] for obs in latest_observations(messages) if obs["ok"]]
+    parts = [f"{d['quantity']} tubs of {d['sku']} ({d['total_pence']:,} pence)" for d in drafts]
+    total = sum(d["total_pence"] for d in drafts)
+    return AssistantMessage(
+        content=f"Draft {' and '.join(parts)}: {total:,} pence in all. Nothing is bought yet."
+    )
+
+
+SHOP_SCRIPT = (ask_for_stock, draft_what_is_needed, report_plan)
+
+
+def show_run(record: RunRecord) -> None:
+    """How a run ended, and the three trajectories, one line each."""
+    print(f"stop: {record.stop_reason} after {record.steps} step(s)")
+    print("requested:", ", ".join(record.requested) or "(none)")
+    print("executed:", ", ".join(record.executed) or "(none)")
+    print("refused:", ", ".join(f"{name} ({code})" for name, code in record.refused) or "(none)")
+
+
+def show_transcript(record: RunRecord) -> None:
+    """Every message of a run, one line each, long observations cut short."""
+    for message in record.messages:
+        if isinstance(message, UserMessage):
+            print("user:", message.content)
+        elif isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                print(f"model asks [{call.id}]: {call.name} {call.arguments_json}")
+            if message.content:
+                print("model says:", message.content)
+        elif isinstance(message, ToolMessage):
+            text = message.content if len(message.content) <= 60 else message.content[:59] + "…"
+            print(f"runtime answers [{message.tool_call_id}]: {text}")
+
+
+def drafts_in(record: RunRecord) -> list[dict[str, Any]]:
+    """The drafts a run produced, found by matching each answer to its call by id."""
+    names = {
+        call.id: call.name
+        for message in record.messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+    }
+    drafts = []
+    for message in record.messages:
+        if isinstance(message, ToolMessage) and names.get(message.tool_call_id) == "draft_order":
+            observation = json.loads(message.content)
+            if observation["ok"]:
+                drafts.append(observation["value"])
+    return drafts
+
+
+# --- Exercise 1 (Unit A): one policy for every step ---------------------------
+
+
+def drafts_so_far(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Every draft the shop has returned in this conversation, matched to its call by id."""
+    names = {
+        call.id: call.name
+        for message in messages
+        if isinstance(message, AssistantMessage)
+        for call in message.tool_calls
+    }
+    drafts = []
+    for message in messages:
+        if isinstance(message, ToolMessage) and names.get(message.tool_call_id) == "draft_order":
+            observation = json.loads(message.content)
+            if observation["ok"]:
+                drafts.append(observation["value"])
+    return drafts
+
+
+def latest_calls(messages: Sequence[Message]) -> tuple[AssistantToolCall, ...]:
+    """The tool calls of the model's most recent turn."""
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            return message.tool_calls
+    return ()
+
+
+def plan_answer(drafts: Sequence[dict[str, Any]]) -> AssistantMessage:
+    """The final answer: every draft the shop made, and their total in pence."""
+    total = sum(d["total_pence"] for d in drafts)
+    if not drafts:
+        return AssistantMessage(content=f"Nothing to re-order today: {total:,} pence in all.")
+    parts = [f"{d['quantity']} tubs of {d['sku']} ({d['total_pence']:,} pence)" for d in drafts]
+    return AssistantMessage(
+        content=f"Draft {' and '.join(parts)}: {total:,} pence in all. Nothing is bought yet."
+    )
+
+
+def next_move(messages: Sequence[Message]) -> AssistantMessage:
+    """Exercise 1: decide the next step from the conversation alone, whatever happened before.
+
+    The starter replays chapter 3's three steps by position. That is fine
+    until a delivery changes the stock mid-run: then a draft is refused, and
+    step 3 reports a plan with a product missing. Replace the body.
+    """
+    steps_taken = sum(1 for m in messages if isinstance(m, AssistantMessage))
+    return SHOP_SCRIPT[min(steps_taken, len(SHOP_SCRIPT) - 1)](messages)
+
+
+# --- The grader's door (leave this part as it is) ------------------------------
+# The grader can only send and receive plain JSON, so these functions build
+# the model and the shop from JSON and describe the run as JSON.
+
+TASK = "Plan this morning's re-order."
+
+
+def delivery_tools(
+    shop: Mapping[str, Any], prices: Mapping[str, int], delivery: Mapping[str, int]
+) -> Dispatcher:
+    """Chapter 2's three shop tools, except that `delivery` (sku -> tubs) reaches the
+    freezer right after the first stock report has been read."""
+    products = [dict(row) for row in shop["products"]]
+    price_list = dict(prices)
+    reports = []
+
+    def list_stock(_: NoArguments) -> list[dict[str, Any]]:
+        report = stock_report(products)
+        reports.append(report)
+        if len(reports) == 1:
+            for row in products:
+                row["on_hand"] += delivery.get(row["sku"], 0)
+        return report
+
+    tools = [
+        ExecutableTool(
+            "list_stock", "Every product with its stock and need.", NoArguments, list_stock
+        ),
+        ExecutableTool(
+            "supplier",
+            "The supplier's quote for one sku.",
+            ProductArguments,
+            lambda args: supplier_quote(price_list, args.sku),
+        ),
+        ExecutableTool(
+            "draft_order",
+            "Draft (never place) a re-order for exactly the tubs needed.",
+            DraftArguments,
+            lambda args: draft_order(products, price_list, args.sku, args.quantity),
+        ),
+    ]
+    return Dispatcher(tools, allowed=["draft_order", "list_stock", "supplier"])
+
+
+def record_summary(record: RunRecord) -> dict[str, Any]:
+    """A run record as plain JSON: how it ended, its trajectories, every answer, the drafts."""
+    return {
+        "stop_reason": str(record.stop_reason),
+        "steps": record.steps,
+        "answer": record.answer,
+        "error": record.error,
+        "requested": list(record.requested),
+        "executed": list(record.executed),
+        "refused": [[name, code] for name, code in record.refused],
+        "answers": [
+            [m.tool_call_id, json.loads(m.content)]
+            for m in record.messages
+            if isinstance(m, ToolMessage)
+        ],
+        "drafts": [[d["sku"], d["quantity"], d["total_pence"]] for d in drafts_in(record)],
+    }
+
+
+def run_scripted(
+    replies: list[dict[str, Any]],
+    shop: dict[str, Any],
+    prices: dict[str, int],
+    max_steps: int,
+    max_tool_calls: int,
+) -> dict[str, Any]:
+    """`run_task` with a scripted model whose replies are given as JSON:
+    {"content": text or None, "tool_calls": [[id, name, arguments_json], ...]}."""
+    script = [
+        AssistantMessage(
+            content=reply.get("content"),
+            tool_calls=tuple(
+                AssistantToolCall(id=i, name=n, arguments_json=a) for i, n, a in reply["tool_calls"]
+            ),
+        )
+        for reply in replies
+    ]
+    record = run_task(
+        ScriptedModel(script),
+        delivery_tools(shop, prices, {}),
+        TASK,
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+    )
+    return record_summary(record)
+
+
+def run_next_move(
+    shop: dict[str, Any],
+    prices: dict[str, int],
+    delivery: dict[str, int],
+    max_steps: int,
+    max_tool_calls: int,
+) -> dict[str, Any]:
+    """`run_task` with `next_move` as every step of the model, and a delivery mid-run."""
+    record = run_task(
+        ScriptedModel([next_move] * max_steps),
+        delivery_tools(shop, prices, delivery),
+        TASK,
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+    )
+    return record_summary(record)

@@ -1,0 +1,191 @@
+"""Chapter 3's agent loop: the model chooses requests, the runtime keeps control.
+
+One run is a small state machine. The runtime asks the model for a reply; a
+reply without tool calls is the final answer; a reply with tool calls is
+answered call by call, each observation sent back under the id of the call it
+answers; then the runtime asks again. Two bounds, fixed before the run starts,
+end every run that does not finish by itself, and the record of the run says
+in one named reason why it ended.
+
+The definitions below are the ones chapter 3 prints, line for line (a test
+compares their syntax trees with the chapter's learner file).
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from sovereign_agent.models import (
+    AssistantToolCall,
+    Message,
+    ModelClient,
+    ModelError,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+from sovereign_agent.tools import Dispatcher, Observation, ToolCall
+
+__all__ = [
+    "MAX_ARGUMENTS_CHARS",
+    "RunRecord",
+    "StopReason",
+    "check_setup",
+    "observation_message",
+    "one_line",
+    "parse_tool_call",
+    "refuse_constant",
+    "run_task",
+]
+
+# Arguments for the shop's tools fit in a few dozen characters. The bound keeps
+# a runaway model from making the runtime parse megabytes of text; deep nesting
+# within it is still possible, hence the RecursionError below.
+MAX_ARGUMENTS_CHARS = 4_096
+
+
+class StopReason(StrEnum):
+    """Why a run ended. The runtime names it; the model never chooses it."""
+
+    FINAL_ANSWER = "final_answer"
+    STEP_LIMIT = "step_limit"
+    TOOL_CALL_LIMIT = "tool_call_limit"
+    MODEL_ERROR = "model_error"
+
+
+class RunRecord(BaseModel):
+    """Everything one run did, frozen once the run is over."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stop_reason: StopReason
+    answer: str | None
+    error: str | None
+    steps: int
+    messages: tuple[Message, ...]
+    requested: tuple[str, ...]
+    executed: tuple[str, ...]
+    refused: tuple[tuple[str, str], ...]
+
+
+def check_setup(dispatcher: Dispatcher, *, max_steps: int, max_tool_calls: int) -> None:
+    """Refuse a run that could only fail, before the model is asked anything."""
+    for name, bound in (("max_steps", max_steps), ("max_tool_calls", max_tool_calls)):
+        # bool is a subclass of int: True must not pass for a bound of 1.
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+            raise ValueError(f"{name} must be a positive int, got {bound!r}")
+    for name in sorted(dispatcher.allowed & dispatcher.tools.keys()):
+        # Otherwise every call to this tool would come back refused, and the
+        # run would look like a model that keeps failing, not a missing setting.
+        if dispatcher.tools[name].consequential and not dispatcher.has_write_authority:
+            raise ValueError(f"tool {name!r} is allowed and consequential, but no before_write")
+
+
+def refuse_constant(name: str) -> float:
+    """NaN and Infinity are not JSON, though Python's parser accepts them by default."""
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
+    """The model's raw request as a checked envelope, or None when it is malformed."""
+    if len(raw.arguments_json) > MAX_ARGUMENTS_CHARS:
+        return None
+    try:
+        arguments = json.loads(raw.arguments_json, parse_constant=refuse_constant)
+        return ToolCall(id=raw.id, name=raw.name, arguments=arguments)
+    except (ValueError, RecursionError):
+        # ValueError covers bad JSON and Pydantic's ValidationError alike.
+        return None
+
+
+def observation_message(call_id: str, observation: Observation) -> ToolMessage:
+    """One answer to one call, under that call's id, as JSON with sorted keys."""
+    return ToolMessage(
+        tool_call_id=call_id,
+        content=json.dumps(observation, sort_keys=True, allow_nan=False),
+    )
+
+
+def one_line(error: Exception) -> str:
+    """A model error as one short line: its class, then its message."""
+    text = " ".join(str(error).split())[:200]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def run_task(
+    model: ModelClient,
+    dispatcher: Dispatcher,
+    task: str,
+    *,
+    max_steps: int,
+    max_tool_calls: int,
+    system: str | None = None,
+) -> RunRecord:
+    """Let the model work on one task, inside bounds the runtime set and enforces."""
+    check_setup(dispatcher, max_steps=max_steps, max_tool_calls=max_tool_calls)
+    messages: list[Message] = [] if system is None else [SystemMessage(content=system)]
+    messages.append(UserMessage(content=task))
+    schemas = dispatcher.schemas()
+    requested: list[str] = []
+    executed: list[str] = []
+    refused: list[tuple[str, str]] = []
+    seen_ids: set[str] = set()
+    steps = 0
+    dispatched = 0
+
+    def finish(
+        reason: StopReason, answer: str | None = None, error: str | None = None
+    ) -> RunRecord:
+        return RunRecord(
+            stop_reason=reason,
+            answer=answer,
+            error=error,
+            steps=steps,
+            messages=tuple(messages),
+            requested=tuple(requested),
+            executed=tuple(executed),
+            refused=tuple(refused),
+        )
+
+    while True:
+        steps += 1
+        try:
+            reply = model.complete(tuple(messages), tools=schemas)
+        except ModelError as error:
+            return finish(StopReason.MODEL_ERROR, error=one_line(error))
+        messages.append(reply.message)
+        if not reply.message.tool_calls:
+            return finish(StopReason.FINAL_ANSWER, answer=reply.message.content)
+        # The model gets no step after this one, so nothing it asks for now
+        # would ever be read: answer each call with a refusal instead of running it.
+        stop = StopReason.STEP_LIMIT if steps == max_steps else None
+        for raw in reply.message.tool_calls:
+            requested.append(raw.name)
+            call = parse_tool_call(raw)
+            if call is None or call.id in seen_ids:
+                # A fixed code: the model's own malformed text is never echoed back.
+                observation: Observation = {"ok": False, "error": "malformed_tool_call"}
+            elif stop is StopReason.STEP_LIMIT:
+                observation = {"ok": False, "error": "step_limit"}
+            elif dispatched == max_tool_calls:
+                # The budget is spent mid-turn: the rest of this turn is refused,
+                # and the model is not asked again.
+                observation = {"ok": False, "error": "tool_call_limit"}
+                stop = StopReason.TOOL_CALL_LIMIT
+            else:
+                dispatched += 1
+                observation = dispatcher.invoke(call)
+            if call is not None:
+                seen_ids.add(call.id)
+            if observation.get("ok") is True:
+                executed.append(raw.name)
+            else:
+                refused.append((raw.name, str(observation["error"])))
+            # Every call is answered, in the model's order, under its own id:
+            # a provider rejects a transcript with an unanswered call.
+            messages.append(observation_message(raw.id, observation))
+        if stop is not None:
+            return finish(stop)

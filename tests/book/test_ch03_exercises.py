@@ -1,0 +1,221 @@
+"""Exercise Book 3: the reference solution scores full marks, the starter does not, each
+typical mistake loses exactly the checks written for it, and the notebooks match their plans.
+
+The grader runs as a real subprocess over real folders, all in one batch.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bookproof.notebooks.build import notebook_json
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = ROOT / "exercises" / "book03"
+SOLUTION = (ROOT / "solutions" / "book03" / "agent_loop.py").read_text(encoding="utf-8")
+STARTER = (BOOK / "agent_loop.py").read_text(encoding="utf-8")
+
+CHAPTER_CHECKS = {
+    "imports",
+    "ch3_final_answer",
+    "ch3_ids_in_order",
+    "ch3_step_limit",
+    "ch3_tool_call_limit",
+    "ch3_malformed",
+    "ch3_model_error",
+    "ch3_bad_bounds",
+}
+UNIT_A = {
+    "ex1_no_delivery",
+    "ex1_delivery_recovers",
+    "ex1_delivery_to_zero",
+    "ex1_nothing_needed",
+    "ex1_answer_total",
+}
+UNIT_B = {"ex2_repeat_stops", "ex2_same_arguments", "ex2_not_a_repeat", "ex2_turn_answered"}
+REPEAT_KEY = "json.dumps(call.arguments, sort_keys=True)"
+
+# name -> (edits to the solution, the checks the result must fail)
+MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
+    # Comparing the arguments' text misses the same object written another way.
+    "compares_argument_text": (
+        [
+            (f"{REPEAT_KEY}) in refused_requests", "raw.arguments_json) in refused_requests"),
+            (
+                f"refused_requests.add((call.name, {REPEAT_KEY}))",
+                "refused_requests.add((call.name, raw.arguments_json))",
+            ),
+        ],
+        {"ex2_same_arguments"},
+    ),
+    # Remembering successes too stops any model that reads the stock twice.
+    "remembers_successes": (
+        [
+            (
+                '                if observation.get("ok") is not True:\n'
+                "                    refused_requests.add(",
+                "                if True:\n                    refused_requests.add(",
+            )
+        ],
+        {
+            "ch3_tool_call_limit",
+            "ex1_delivery_recovers",
+            "ex1_delivery_to_zero",
+            "ex1_answer_total",
+            "ex2_not_a_repeat",
+        },
+    ),
+    # Drafting every need again after the re-read drafts strawberry twice.
+    "redrafts_everything": (
+        [('row["needed"] > 0 and row["sku"] not in drafted', 'row["needed"] > 0')],
+        {"ex1_delivery_recovers", "ex1_delivery_to_zero", "ex1_answer_total"},
+    ),
+    # Answering after a refusal, without fresh numbers, is the starter's flaw.
+    "answers_after_refusal": (
+        [('if any(not answer["ok"] for answer in answers):', "if False:")],
+        {"ex1_delivery_recovers", "ex1_delivery_to_zero", "ex1_answer_total"},
+    ),
+    # Running the last step's calls breaks chapter 3's promise about the step limit.
+    "runs_the_last_step": (
+        [("elif stop is StopReason.STEP_LIMIT:", "elif stop is StopReason.STEP_LIMIT and False:")],
+        {"ch3_step_limit"},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, bool]]:
+    base = tmp_path_factory.mktemp("book03")
+    folders = {"solution": SOLUTION, "starter": STARTER}
+    for name, (edits, _) in MISTAKES.items():
+        text = SOLUTION
+        for old, new in edits:
+            assert text.count(old) == 1, (name, old)
+            text = text.replace(old, new)
+        folders[name] = text
+    for name, text in folders.items():
+        (base / name).mkdir()
+        (base / name / "agent_loop.py").write_text(text, encoding="utf-8")
+    out = base / "report.json"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "scripts/grade_exercises.py",
+            "--book",
+            "3",
+            "-j",
+            "2",
+            "--json",
+            str(out),
+            *[str(base / name) for name in folders],
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    text = out.read_text(encoding="utf-8")
+    # The planted secret in the malformed-call check stays inside the grader.
+    assert "secret-token" not in text
+    assert "secret-token" not in result.stdout
+    data = json.loads(text)
+    return {
+        entry["submission"]: {check["id"]: check["passed"] for check in entry["checks"]}
+        | {"__full__": entry["total"] == entry["max"]}
+        for entry in data["submissions"]
+    }
+
+
+def failed(results: dict[str, bool]) -> set[str]:
+    return {check for check, passed in results.items() if not passed} - {"__full__"}
+
+
+def test_the_reference_solution_scores_full_marks(report: dict[str, dict[str, bool]]) -> None:
+    assert set(report["solution"]) - {"__full__"} == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert report["solution"]["__full__"]
+
+
+def test_the_untouched_starter_passes_the_chapter_and_fails_the_exercises(
+    report: dict[str, dict[str, bool]],
+) -> None:
+    starter = report["starter"]
+    assert not starter["__full__"]
+    # ex1_no_delivery and ex2_not_a_repeat describe chapter 3's own behaviour,
+    # which the starter already has; every other exercise check must fail.
+    assert failed(starter) == (UNIT_A | UNIT_B) - {"ex1_no_delivery", "ex2_not_a_repeat"}
+
+
+# Checks a mistake fails only for some of the grader's random data: remembering
+# successes stops a step-limit run early only when the limit is 3 or more, and
+# a random turn only sometimes asks for the same successful call twice.
+DATA_DEPENDENT: dict[str, set[str]] = {
+    "remembers_successes": {"ch3_step_limit", "ch3_ids_in_order"}
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_mistake_loses_exactly_its_checks(
+    report: dict[str, dict[str, bool]], mistake: str
+) -> None:
+    lost = failed(report[mistake])
+    assert MISTAKES[mistake][1] <= lost
+    assert lost - MISTAKES[mistake][1] <= DATA_DEPENDENT.get(mistake, set())
+
+
+def run_learner_tests(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def learner_folder(tmp_path: Path, agent_loop: str) -> Path:
+    folder = tmp_path / "hand-in"
+    folder.mkdir()
+    (folder / "agent_loop.py").write_text(agent_loop, encoding="utf-8")
+    for path in (ROOT / "solutions" / "book03").glob("test_*.py"):
+        (folder / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    return folder
+
+
+def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
+    result = run_learner_tests(learner_folder(tmp_path, SOLUTION))
+    assert result.returncode == 0, result.stdout
+    assert "9 passed" in result.stdout
+
+
+def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
+    result = run_learner_tests(learner_folder(tmp_path, STARTER))
+    assert result.returncode == 1
+    assert "7 failed, 2 passed" in result.stdout
+
+
+def test_the_starter_keeps_chapter_3s_loop_and_the_grader_door_of_the_solution() -> None:
+    # Only the marked exercise parts may differ between starter and solution.
+    door = "# --- The grader's door"
+    assert STARTER[STARTER.index(door) :] == SOLUTION[SOLUTION.index(door) :]
+    learner = (
+        ROOT / "book/textbook/learner/profrod_sovereign_agent_ch03_bounded_agent_loop_learner.py"
+    ).read_text(encoding="utf-8")
+    for name in ("def check_setup(", "def parse_tool_call(", "def observation_message("):
+        start = learner.index(name)
+        body = learner[start : learner.index("\n\n\n", start)]
+        assert body in STARTER, name
+
+
+@pytest.mark.parametrize("unit", ["unit_a", "unit_b"])
+def test_the_notebooks_are_generated_from_their_plans(unit: str) -> None:
+    plan = BOOK / f"{unit}.md"
+    expected = notebook_json(plan.read_text(encoding="utf-8"), source_name=plan.name)
+    assert (BOOK / f"{unit}.ipynb").read_text(encoding="utf-8") == expected

@@ -1,0 +1,401 @@
+"""The bounded loop against the offline scripted model: every stop reason, every failure."""
+
+from __future__ import annotations
+
+import copy
+import json
+import runpy
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from sovereign_agent.loop import MAX_ARGUMENTS_CHARS, StopReason, run_task
+from sovereign_agent.models import (
+    AssistantMessage,
+    AssistantToolCall,
+    Message,
+    ModelHTTPError,
+    ModelReply,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.shop import NoArguments, build_tools
+from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
+
+SHOP = runpy.run_path(
+    "book/textbook/checkpoints/profrod_sovereign_agent_ch01_first_model_call_checkpoint.py"
+)["SHOP"]
+MALFORMED = '{"error": "malformed_tool_call", "ok": false}'
+
+
+def ask(call_id: str, name: str, **arguments: Any) -> AssistantToolCall:
+    return AssistantToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
+
+
+def turn(*calls: AssistantToolCall) -> AssistantMessage:
+    return AssistantMessage(tool_calls=calls)
+
+
+def final(text: str) -> AssistantMessage:
+    return AssistantMessage(content=text)
+
+
+def tool_messages(messages: Sequence[Message]) -> list[ToolMessage]:
+    return [m for m in messages if isinstance(m, ToolMessage)]
+
+
+def observations(messages: Sequence[Message]) -> dict[str, dict[str, Any]]:
+    return {m.tool_call_id: json.loads(m.content) for m in tool_messages(messages)}
+
+
+def stock_of(dispatcher: Dispatcher, sku: str) -> int:
+    rows = dispatcher.invoke(ToolCall(id="probe", name="list_stock", arguments={}))["value"]
+    return next(row["on_hand"] for row in rows if row["sku"] == sku)
+
+
+HAPPY_SCRIPT = [
+    turn(ask("c1", "list_stock")),
+    turn(
+        ask("c2", "draft_order", sku="SKU-VANILLA", quantity=6),
+        ask("c3", "draft_order", sku="SKU-STRAWBERRY", quantity=4),
+    ),
+    final("Draft 6 vanilla and 4 strawberry: 2,600 pence."),
+]
+
+
+def test_final_answer_ends_the_run_with_the_models_text_and_every_call_answered() -> None:
+    before = copy.deepcopy(SHOP)
+    dispatcher = build_tools(SHOP)
+    model = ScriptedModel(HAPPY_SCRIPT)
+    record = run_task(model, dispatcher, "Plan the re-order.", max_steps=5, max_tool_calls=5)
+
+    assert record.stop_reason is StopReason.FINAL_ANSWER
+    assert record.answer == "Draft 6 vanilla and 4 strawberry: 2,600 pence."
+    assert record.error is None
+    assert record.steps == 3
+    assert [m.role for m in record.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "tool",
+        "assistant",
+    ]
+    assert [m.tool_call_id for m in tool_messages(record.messages)] == ["c1", "c2", "c3"]
+    seen = observations(record.messages)
+    assert seen["c2"]["value"]["total_pence"] == 1500
+    assert seen["c3"]["value"]["total_pence"] == 1100
+    assert record.requested == ("list_stock", "draft_order", "draft_order")
+    assert record.executed == ("list_stock", "draft_order", "draft_order")
+    assert record.refused == ()
+    assert stock_of(dispatcher, "SKU-VANILLA") == 2
+    assert before == SHOP
+
+
+def test_observations_are_json_with_sorted_keys() -> None:
+    record = run_task(
+        ScriptedModel(HAPPY_SCRIPT), build_tools(SHOP), "t", max_steps=5, max_tool_calls=5
+    )
+    for message in tool_messages(record.messages):
+        assert message.content == json.dumps(json.loads(message.content), sort_keys=True)
+    assert tool_messages(record.messages)[1].content.startswith('{"ok": true, "value": {"currency"')
+
+
+def test_the_model_is_offered_the_allowed_schemas_and_sees_each_observation() -> None:
+    dispatcher = build_tools(SHOP, allowed=["list_stock"])
+    model = ScriptedModel([turn(ask("c1", "list_stock")), final("ok")])
+    run_task(model, dispatcher, "t", max_steps=3, max_tool_calls=3, system="Be careful.")
+    first_messages, first_tools = model.calls[0]
+    assert list(first_tools) == dispatcher.schemas()
+    assert [t["function"]["name"] for t in first_tools] == ["list_stock"]
+    assert first_messages == (SystemMessage(content="Be careful."), UserMessage(content="t"))
+    second_messages, _ = model.calls[1]
+    assert isinstance(second_messages[-1], ToolMessage)
+    assert second_messages[-1].tool_call_id == "c1"
+
+
+def test_unknown_tool_is_refused_and_the_model_recovers() -> None:
+    model = ScriptedModel(
+        [
+            turn(ask("c1", "run_shell", command="rm -rf /")),
+            turn(ask("c2", "list_stock")),
+            final("Stock read."),
+        ]
+    )
+    record = run_task(model, build_tools(SHOP), "t", max_steps=5, max_tool_calls=5)
+    assert record.stop_reason is StopReason.FINAL_ANSWER
+    assert observations(record.messages)["c1"] == {"ok": False, "error": "tool_not_allowed"}
+    assert record.requested == ("run_shell", "list_stock")
+    assert record.executed == ("list_stock",)
+    assert record.refused == (("run_shell", "tool_not_allowed"),)
+
+
+def test_wrong_quantity_is_refused_then_corrected_after_a_fresh_list_stock() -> None:
+    model = ScriptedModel(
+        [
+            turn(ask("c1", "draft_order", sku="SKU-VANILLA", quantity=8)),
+            turn(ask("c2", "list_stock")),
+            turn(ask("c3", "draft_order", sku="SKU-VANILLA", quantity=6)),
+            final("Drafted 6."),
+        ]
+    )
+    record = run_task(model, build_tools(SHOP), "t", max_steps=5, max_tool_calls=5)
+    seen = observations(record.messages)
+    assert seen["c1"] == {"ok": False, "error": "tool_failed"}
+    assert seen["c3"]["value"]["quantity"] == 6
+    assert record.refused == (("draft_order", "tool_failed"),)
+    assert record.executed == ("list_stock", "draft_order")
+    assert record.stop_reason is StopReason.FINAL_ANSWER
+
+
+def test_a_model_that_never_stops_is_ended_by_the_step_limit() -> None:
+    model = ScriptedModel([turn(ask(f"c{i}", "list_stock")) for i in range(10)])
+    record = run_task(model, build_tools(SHOP), "t", max_steps=3, max_tool_calls=10)
+    assert record.stop_reason is StopReason.STEP_LIMIT
+    assert record.steps == 3
+    assert len(model.calls) == 3
+    assert record.answer is None
+    assert record.executed == ("list_stock", "list_stock")
+    # The last step's call is answered, under its id, but never run: nobody would read it.
+    assert record.refused == (("list_stock", "step_limit"),)
+    assert observations(record.messages)["c2"] == {"ok": False, "error": "step_limit"}
+    assert isinstance(record.messages[-1], ToolMessage)
+
+
+def test_step_limit_refuses_a_write_in_the_last_step_so_nothing_runs_unread() -> None:
+    ran: list[str] = []
+    tool = ExecutableTool(
+        name="place",
+        description="a probe that records that it ran",
+        arguments=NoArguments,
+        handler=lambda _: ran.append("ran"),
+        consequential=True,
+    )
+    dispatcher = Dispatcher([tool], allowed=["place"], before_write=lambda call: None)
+    model = ScriptedModel([turn(ask("c1", "place"))])
+    record = run_task(model, dispatcher, "t", max_steps=1, max_tool_calls=5)
+    assert record.stop_reason is StopReason.STEP_LIMIT
+    assert ran == []
+
+
+def test_tool_call_limit_mid_turn_answers_every_call_and_stops() -> None:
+    model = ScriptedModel(
+        [
+            turn(
+                ask("a", "list_stock"),
+                ask("b", "supplier", sku="SKU-VANILLA"),
+                ask("c", "list_stock"),
+                ask("d", "supplier", sku="SKU-CHOCOLATE"),
+            ),
+            final("never asked"),
+        ]
+    )
+    record = run_task(model, build_tools(SHOP), "t", max_steps=5, max_tool_calls=2)
+    assert record.stop_reason is StopReason.TOOL_CALL_LIMIT
+    assert len(model.calls) == 1
+    assert [m.tool_call_id for m in tool_messages(record.messages)] == ["a", "b", "c", "d"]
+    assert record.executed == ("list_stock", "supplier")
+    assert record.refused == (("list_stock", "tool_call_limit"), ("supplier", "tool_call_limit"))
+    assert observations(record.messages)["d"] == {"ok": False, "error": "tool_call_limit"}
+
+
+def test_a_model_that_spends_exactly_its_budget_may_still_answer() -> None:
+    model = ScriptedModel([turn(ask("a", "list_stock"), ask("b", "list_stock")), final("done")])
+    record = run_task(model, build_tools(SHOP), "t", max_steps=5, max_tool_calls=2)
+    assert record.stop_reason is StopReason.FINAL_ANSWER
+    assert record.executed == ("list_stock", "list_stock")
+
+
+def test_a_spent_budget_refuses_the_next_turns_calls() -> None:
+    model = ScriptedModel([turn(ask("a", "list_stock")), turn(ask("b", "list_stock")), final("x")])
+    record = run_task(model, build_tools(SHOP), "t", max_steps=5, max_tool_calls=1)
+    assert record.stop_reason is StopReason.TOOL_CALL_LIMIT
+    assert record.steps == 2
+    assert record.refused == (("list_stock", "tool_call_limit"),)
+
+
+@pytest.mark.parametrize(
+    ("call_id", "name", "arguments_json"),
+    [
+        ("c1", "list_stock", "[1, 2]"),
+        ("c1", "list_stock", "not json secret-token-args"),
+        ("c1", "list_stock", ""),
+        ("c1", "list_stock", '{"x": NaN}'),
+        ("c1", "list_stock", '{"x": -Infinity}'),
+        ("c1", "list_stock", "[" * 2000 + "]" * 2000),
+        ("c1", "list_stock", json.dumps({"pad": "x" * MAX_ARGUMENTS_CHARS})),
+        ("", "list_stock", "{}"),
+        ("c1", "", "{}"),
+        ("c1", "run shell; secret-token-name", "{}"),
+        ("c1", "x" * 101, "{}"),
+        ("x" * 201, "list_stock", "{}"),
+    ],
+)
+def test_a_malformed_call_becomes_a_fixed_refusal_never_an_echo(
+    call_id: str, name: str, arguments_json: str
+) -> None:
+    model = ScriptedModel(
+        [turn(AssistantToolCall(id=call_id, name=name, arguments_json=arguments_json)), final("ok")]
+    )
+    record = run_task(model, build_tools(SHOP), "t", max_steps=3, max_tool_calls=3)
+    answer = tool_messages(record.messages)
+    assert len(answer) == 1
+    assert answer[0].tool_call_id == call_id
+    assert answer[0].content == MALFORMED
+    assert record.refused == ((name, "malformed_tool_call"),)
+    assert record.executed == ()
+    assert record.stop_reason is StopReason.FINAL_ANSWER
+    for message in model.calls[1][0]:
+        if isinstance(message, ToolMessage):
+            assert "secret-token" not in message.content
+
+
+def test_a_reused_call_id_is_malformed_and_the_first_call_still_runs() -> None:
+    model = ScriptedModel([turn(ask("same", "list_stock"), ask("same", "list_stock")), final("x")])
+    record = run_task(model, build_tools(SHOP), "t", max_steps=3, max_tool_calls=3)
+    assert record.executed == ("list_stock",)
+    assert record.refused == (("list_stock", "malformed_tool_call"),)
+    assert [m.content for m in tool_messages(record.messages)][1] == MALFORMED
+
+
+def test_a_malformed_call_does_not_spend_the_tool_budget() -> None:
+    model = ScriptedModel(
+        [
+            turn(AssistantToolCall(id="bad", name="list_stock", arguments_json="[]")),
+            turn(ask("good", "list_stock")),
+            final("x"),
+        ]
+    )
+    record = run_task(model, build_tools(SHOP), "t", max_steps=5, max_tool_calls=1)
+    assert record.stop_reason is StopReason.FINAL_ANSWER
+    assert record.executed == ("list_stock",)
+
+
+def test_running_out_of_script_is_a_model_error_with_one_line() -> None:
+    model = ScriptedModel([turn(ask("c1", "list_stock"))])
+    record = run_task(model, build_tools(SHOP), "t", max_steps=5, max_tool_calls=5)
+    assert record.stop_reason is StopReason.MODEL_ERROR
+    assert (
+        record.error == "ModelResponseError: the offline script has no reply left after 1 step(s)"
+    )
+    assert record.steps == 2
+    assert record.executed == ("list_stock",)
+
+
+class FailingModel:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    @property
+    def label(self) -> str:
+        return "failing"
+
+    def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
+    ) -> ModelReply:
+        raise self.error
+
+
+def test_a_provider_error_message_is_reported_on_one_line() -> None:
+    error = ModelHTTPError("HTTP 503 from the server:\n  overloaded\n\ttry later", status=503)
+    record = run_task(FailingModel(error), build_tools(SHOP), "t", max_steps=2, max_tool_calls=2)
+    assert record.stop_reason is StopReason.MODEL_ERROR
+    assert record.error == "ModelHTTPError: HTTP 503 from the server: overloaded try later"
+    assert record.answer is None
+    assert record.messages == (UserMessage(content="t"),)
+
+
+def test_a_defect_in_the_client_propagates() -> None:
+    with pytest.raises(ZeroDivisionError):
+        run_task(
+            FailingModel(ZeroDivisionError("bug")),
+            build_tools(SHOP),
+            "t",
+            max_steps=2,
+            max_tool_calls=2,
+        )
+
+
+def test_a_defect_in_a_tool_handler_propagates() -> None:
+    def broken(_: BaseModel) -> None:
+        raise ZeroDivisionError("bug")
+
+    tool = ExecutableTool(name="broken", description="d", arguments=NoArguments, handler=broken)
+    model = ScriptedModel([turn(ask("c1", "broken"))])
+    with pytest.raises(ZeroDivisionError):
+        run_task(model, Dispatcher([tool], allowed=["broken"]), "t", max_steps=3, max_tool_calls=3)
+
+
+@pytest.mark.parametrize("bound", [0, -1, True, False, 1.0, "3", None])
+@pytest.mark.parametrize("which", ["max_steps", "max_tool_calls"])
+def test_bounds_that_are_not_positive_ints_raise_before_the_model_is_asked(
+    bound: object, which: str
+) -> None:
+    model = ScriptedModel([final("x")])
+    bounds: dict[str, Any] = {"max_steps": 3, "max_tool_calls": 3, which: bound}
+    with pytest.raises(ValueError, match=which):
+        run_task(model, build_tools(SHOP), "t", **bounds)
+    assert model.calls == []
+
+
+def consequential_probe() -> ExecutableTool:
+    return ExecutableTool(
+        name="place_order",
+        description="would buy",
+        arguments=NoArguments,
+        handler=lambda _: "bought",
+        consequential=True,
+    )
+
+
+def test_an_allowed_consequential_tool_without_write_authority_fails_at_setup() -> None:
+    model = ScriptedModel([final("x")])
+    dispatcher = Dispatcher([consequential_probe()], allowed=["place_order"])
+    with pytest.raises(ValueError, match="place_order"):
+        run_task(model, dispatcher, "t", max_steps=3, max_tool_calls=3)
+    assert model.calls == []
+
+
+def test_a_registered_but_forbidden_consequential_tool_is_no_misconfiguration() -> None:
+    dispatcher = Dispatcher([consequential_probe()], allowed=[])
+    record = run_task(ScriptedModel([final("x")]), dispatcher, "t", max_steps=1, max_tool_calls=1)
+    assert record.stop_reason is StopReason.FINAL_ANSWER
+
+
+def test_a_consequential_tool_with_authority_runs_and_a_refusing_authority_is_a_refusal() -> None:
+    def refuse(call: ToolCall) -> None:
+        raise PermissionError("no")
+
+    for before_write, expected in ((lambda call: None, "executed"), (refuse, "refused")):
+        dispatcher = Dispatcher(
+            [consequential_probe()], allowed=["place_order"], before_write=before_write
+        )
+        model = ScriptedModel([turn(ask("c1", "place_order")), final("x")])
+        record = run_task(model, dispatcher, "t", max_steps=3, max_tool_calls=3)
+        if expected == "executed":
+            assert record.executed == ("place_order",)
+        else:
+            assert record.refused == (("place_order", "tool_failed"),)
+
+
+def test_the_run_record_is_frozen() -> None:
+    record = run_task(
+        ScriptedModel([final("x")]), build_tools(SHOP), "t", max_steps=1, max_tool_calls=1
+    )
+    with pytest.raises(ValidationError):
+        record.stop_reason = StopReason.STEP_LIMIT  # type: ignore[misc]
+    assert record.requested == ()
+
+
+def test_stop_reasons_are_exactly_the_four_named_ones() -> None:
+    assert [reason.value for reason in StopReason] == [
+        "final_answer",
+        "step_limit",
+        "tool_call_limit",
+        "model_error",
+    ]
