@@ -1,0 +1,238 @@
+"""`verify-book`: the command line of the book verifier.
+
+Exit status: 0 when everything verified holds, 1 when anything failed,
+2 for a usage error (unknown flag, missing file, malformed manifest or
+chapter, a file named by the manifest missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bookproof.verify.chapter import ChapterError
+from bookproof.verify.environment import DEFAULT_MANIFEST, display_path
+from bookproof.verify.manifest import Manifest, ManifestChapter, ManifestError, load_manifest
+from bookproof.verify.report import (
+    construction_report,
+    failure_text,
+    progress_line,
+    write_json,
+    write_junit,
+)
+from bookproof.verify.verdict import ChapterVerdict, Failure
+from bookproof.verify.verification import ChapterFormatError, ChapterJob, verify_chapters
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """The command cannot run as asked; reported on stderr with exit status 2."""
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds: {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="verify-book",
+        description=(
+            "Run every listing of the book's chapters, diff their printed output against "
+            "the expected-output blocks, run each checkpoint, import each learner file, "
+            "and print the construction report."
+        ),
+        epilog="Exit status: 0 everything verified holds, 1 something failed, 2 usage error.",
+    )
+    parser.add_argument(
+        "chapters",
+        nargs="*",
+        type=Path,
+        metavar="CHAPTER.md",
+        help="chapter files to verify (in or outside the repository)",
+    )
+    parser.add_argument(
+        "--textbook",
+        action="store_true",
+        help="verify every drafted chapter of the manifest",
+    )
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help=f"the book manifest (default: {display_path(DEFAULT_MANIFEST)}); "
+        "mainly for testing the verifier on a fixture book",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=30.0,
+        metavar="SECONDS",
+        help="time limit per listing, checkpoint run and learner import (default: 30)",
+    )
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="run up to N child processes at once, chapters in parallel (default: 1)",
+    )
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write a JSON report to PATH")
+    parser.add_argument("--junit", type=Path, metavar="PATH", help="write a JUnit XML report")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="rewrite failing `output` and `checkpoint-output` blocks from the actual output "
+        "(nothing else in the file changes)",
+    )
+    return parser
+
+
+def _load_manifest(arguments: argparse.Namespace) -> Manifest | None:
+    path: Path = arguments.manifest or DEFAULT_MANIFEST
+    if arguments.manifest is None and not arguments.textbook and not path.is_file():
+        return None
+    try:
+        return load_manifest(path)
+    except ManifestError as error:
+        raise UsageError(str(error)) from None
+
+
+def _targets(
+    arguments: argparse.Namespace, manifest: Manifest | None
+) -> list[tuple[Path, ManifestChapter | None]]:
+    if arguments.textbook:
+        assert manifest is not None
+        return [(c.text, c) for c in manifest.chapters if c.drafted and c.text is not None]
+    targets: list[tuple[Path, ManifestChapter | None]] = []
+    for path in arguments.chapters:
+        if not path.is_file():
+            raise UsageError(f"{path}: no such chapter file")
+        targets.append((path.resolve(), manifest.chapter_for_text(path) if manifest else None))
+    return targets
+
+
+def _update(results: Sequence[tuple[ChapterJob, ChapterVerdict]]) -> list[ChapterVerdict]:
+    from bookproof.verify.update import UpdateRefused, update_chapter  # only --update pays
+
+    updated = []
+    for job, verdict in results:
+        try:
+            updated.append(update_chapter(job.chapter, verdict))
+        except UpdateRefused as error:
+            refusal = Failure(verdict.display, 1, "output-mismatch", f"--update refused: {error}")
+            updated.append(dataclasses.replace(verdict, failures=(*verdict.failures, refusal)))
+    return updated
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
+    if arguments.textbook and arguments.chapters:
+        parser.error("give either --textbook or chapter files, not both")
+    if not arguments.textbook and not arguments.chapters:
+        parser.error("nothing to verify: give --textbook or one or more chapter files")
+    try:
+        manifest = _load_manifest(arguments)
+        targets = _targets(arguments, manifest)
+    except UsageError as error:
+        print(f"verify-book: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+    out = sys.stdout
+    print(
+        f"verifying {len(targets)} chapter(s) (-j {arguments.jobs}, "
+        f"--timeout {arguments.timeout:g} s)",
+        file=out,
+        flush=True,
+    )
+
+    def on_done(verdict: ChapterVerdict) -> None:
+        print(progress_line(verdict), file=out, flush=True)
+
+    try:
+        results = verify_chapters(
+            targets, parallel=arguments.jobs, timeout=arguments.timeout, on_done=on_done
+        )
+    except ChapterError as error:
+        print(f"verify-book: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("verify-book: interrupted; every child process was stopped", file=sys.stderr)
+        return EXIT_FAILED
+    except ChapterFormatError as error:
+        print("verify-book: error: malformed chapter:", file=sys.stderr)
+        for problem in error.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    verdicts = _update(results) if arguments.update else [verdict for _, verdict in results]
+
+    for verdict in verdicts:
+        for warning in verdict.warnings:
+            print(f"warning: {warning}", file=out)
+        for location in verdict.updated:
+            print(f"updated: {location}", file=out)
+    failures = [failure for verdict in verdicts for failure in verdict.failures]
+    if failures:
+        print("\nFailures", file=out)
+        for verdict in verdicts:
+            for index, failure in enumerate(verdict.failures):
+                if index == 0:
+                    print(f"-- {verdict.display}", file=out)
+                print(failure_text(failure), file=out)
+    if verdicts:
+        print("\nCoverage", file=out)
+        for verdict in verdicts:
+            print(f"  {verdict.label}: {verdict.coverage.line()}", file=out)
+    print("", file=out)
+    for line in construction_report(manifest, verdicts, textbook=arguments.textbook):
+        print(line, file=out)
+
+    status = EXIT_FAILED if failures else EXIT_OK
+    try:
+        if arguments.json:
+            write_json(arguments.json, manifest if arguments.textbook else None, verdicts, status)
+        if arguments.junit:
+            write_junit(arguments.junit, verdicts)
+    except OSError as error:
+        print(f"verify-book: error: cannot write a report: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        status = run(argv)
+    except BrokenPipeError:
+        # The reader closed the pipe (`| head`): stop quietly, and say nothing held.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = EXIT_FAILED
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()

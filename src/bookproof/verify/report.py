@@ -1,0 +1,238 @@
+"""The verifier's reports: progress lines, failures, the construction report, JSON, JUnit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bookproof.verify.environment import display_path
+from bookproof.verify.manifest import Manifest
+from bookproof.verify.verdict import ChapterVerdict, Failure
+
+__all__ = [
+    "construction_report",
+    "failure_text",
+    "progress_line",
+    "write_json",
+    "write_junit",
+]
+
+
+def progress_line(verdict: ChapterVerdict) -> str:
+    """One line per chapter, printed as soon as the chapter is verified."""
+    state = "ok" if verdict.ok else "FAILED"
+    label = f"ch{verdict.number:02d}" if verdict.number is not None else "-"
+    return (
+        f"{label:<5} {state:<6} {verdict.display}: "
+        f"{verdict.passed}/{len(verdict.blocks)} listings, checkpoint {verdict.checkpoint}, "
+        f"learner {verdict.learner} ({verdict.seconds:.1f} s)"
+    )
+
+
+def failure_text(failure: Failure) -> str:
+    """A failure as the terminal shows it: location, message, then the indented detail."""
+    head = f"{failure.file}:{failure.line}: {failure.message}"
+    if failure.cascade_of:
+        head += f"\n  (after the first failure, at {failure.cascade_of}; may follow from it)"
+    if failure.detail:
+        head += "\n" + "\n".join(f"    {line}" for line in failure.detail.splitlines())
+    return head
+
+
+def _row(number: int, title: str, status: str, rest: str) -> str:
+    return f"  {number:>2}  {title[:34]:<34}  {status:<7}  {rest}".rstrip()
+
+
+def construction_report(
+    manifest: Manifest | None,
+    verdicts: Sequence[ChapterVerdict],
+    *,
+    textbook: bool,
+) -> list[str]:
+    """One line per chapter (every manifest chapter with --textbook) and a summary line."""
+    lines: list[str] = []
+    by_number = {v.number: v for v in verdicts if v.number is not None}
+    planned = 0
+    if manifest is not None and textbook:
+        lines.append(f"Construction report ({display_path(manifest.path)})")
+        for chapter in manifest.chapters:
+            if not chapter.drafted:
+                planned += 1
+                lines.append(_row(chapter.number, chapter.title, "planned", "(not verified)"))
+                continue
+            verdict = by_number[chapter.number]
+            lines.append(_row(chapter.number, chapter.title, "drafted", _columns(verdict)))
+    else:
+        lines.append("Construction report (chapter files named on the command line)")
+        for verdict in verdicts:
+            if verdict.number is not None and verdict.title is not None:
+                lines.append(_row(verdict.number, verdict.title, "drafted", _columns(verdict)))
+            else:
+                lines.append(f"   -  {verdict.display:<34}  {'file':<7}  {_columns(verdict)}")
+    held = sum(1 for v in verdicts if v.ok)
+    failed = len(verdicts) - held
+    passed = sum(v.passed for v in verdicts)
+    total = sum(len(v.blocks) for v in verdicts)
+    summary = (
+        f"Summary: {len(verdicts)} chapter(s) verified, {held} hold, {failed} failed"
+        f"{f', {planned} planned (not verified)' if textbook and manifest else ''}; "
+        f"listings {passed}/{total} passed; "
+        f"{'everything verified holds' if failed == 0 else 'FAILED'}"
+    )
+    lines.append(summary)
+    return lines
+
+
+def _columns(verdict: ChapterVerdict) -> str:
+    verdict_word = "holds" if verdict.ok else "FAILED"
+    return (
+        f"listings {verdict.passed}/{len(verdict.blocks)}  checkpoint {verdict.checkpoint:<11}  "
+        f"learner {verdict.learner:<6}  exercises {verdict.exercises:<7}  {verdict_word}"
+    )
+
+
+def _failure_record(failure: Failure) -> dict[str, Any]:
+    return {
+        "file": failure.file,
+        "line": failure.line,
+        "kind": failure.kind,
+        "message": failure.message,
+        "detail": failure.detail,
+        "cascade_of": failure.cascade_of,
+    }
+
+
+def write_json(
+    path: Path,
+    manifest: Manifest | None,
+    verdicts: Sequence[ChapterVerdict],
+    exit_status: int,
+) -> None:
+    """The whole verdict as one JSON object, for CI dashboards and tests."""
+    import json
+
+    by_path = {v.path.resolve(): v for v in verdicts}
+    planned = []
+    if manifest is not None:
+        planned = [
+            {"number": c.number, "title": c.title, "status": "planned"}
+            for c in manifest.chapters
+            if not c.drafted
+        ]
+    document = {
+        "ok": exit_status == 0,
+        "exit_status": exit_status,
+        "chapters": [
+            {
+                "file": v.display,
+                "number": v.number,
+                "title": v.title,
+                "status": "drafted" if v.number is not None else "file",
+                "ok": v.ok,
+                "listings": {"passed": v.passed, "total": len(v.blocks)},
+                "blocks": [
+                    {
+                        "line": b.line,
+                        "output_line": b.output_line,
+                        "mode": b.mode,
+                        "status": b.status,
+                    }
+                    for b in v.blocks
+                ],
+                "checkpoint": v.checkpoint,
+                "learner": v.learner,
+                "exercises": v.exercises,
+                "coverage": {
+                    "exact": v.coverage.exact,
+                    "wildcard": v.coverage.wildcard,
+                    "no_output": v.coverage.no_output,
+                    "skipped": v.coverage.skipped,
+                    "checkpoint_checked": v.coverage.checkpoint_checked,
+                    "checkpoint_not_checked": v.coverage.checkpoint_not_checked,
+                },
+                "failures": [_failure_record(f) for f in v.failures],
+                "updated": list(v.updated),
+                "warnings": list(v.warnings),
+                "seconds": round(v.seconds, 3),
+            }
+            for v in by_path.values()
+        ],
+        "planned": planned,
+        "summary": {
+            "chapters": len(verdicts),
+            "held": sum(1 for v in verdicts if v.ok),
+            "failed": sum(1 for v in verdicts if not v.ok),
+            "planned": len(planned),
+            "listings_passed": sum(v.passed for v in verdicts),
+            "listings_total": sum(len(v.blocks) for v in verdicts),
+        },
+    }
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def write_junit(path: Path, verdicts: Sequence[ChapterVerdict]) -> None:
+    """JUnit XML: a suite per chapter, a case per listing, checkpoint and learner file."""
+    import xml.etree.ElementTree as ElementTree
+
+    root = ElementTree.Element("testsuites", name="verify-book")
+    all_tests = all_failures = all_skipped = 0
+    for verdict in verdicts:
+        suite = ElementTree.SubElement(root, "testsuite", name=verdict.display)
+        by_line: dict[int, list[Failure]] = {}
+        others: list[Failure] = []
+        block_lines = {b.line for b in verdict.blocks}
+        for failure in verdict.failures:
+            if failure.file == verdict.display and failure.line in block_lines:
+                by_line.setdefault(failure.line, []).append(failure)
+            else:
+                others.append(failure)
+        tests = failures = skipped = 0
+        for block in verdict.blocks:
+            tests += 1
+            case = ElementTree.SubElement(
+                suite, "testcase", classname=verdict.display, name=f"listing at line {block.line}"
+            )
+            if block.status == "not-run":
+                skipped += 1
+                ElementTree.SubElement(case, "skipped", message="not run")
+                continue
+            for failure in by_line.get(block.line, []):
+                failures += 1
+                element = ElementTree.SubElement(
+                    case, "failure", message=failure.message, type=failure.kind
+                )
+                element.text = failure.detail
+        for name, state in (("checkpoint", verdict.checkpoint), ("learner", verdict.learner)):
+            tests += 1
+            case = ElementTree.SubElement(suite, "testcase", classname=verdict.display, name=name)
+            if state in ("not checked", "none"):
+                skipped += 1
+                ElementTree.SubElement(case, "skipped", message=state)
+        for failure in others:
+            name = "learner" if failure.kind in ("learner", "drift") else "checkpoint"
+            if failure.kind == "exercises":
+                name = "exercises"
+            case = ElementTree.SubElement(
+                suite,
+                "testcase",
+                classname=verdict.display,
+                name=f"{name}: {failure.file}:{failure.line}",
+            )
+            tests += 1
+            failures += 1
+            element = ElementTree.SubElement(
+                case, "failure", message=failure.message, type=failure.kind
+            )
+            element.text = failure.detail
+        suite.set("tests", str(tests))
+        suite.set("failures", str(failures))
+        suite.set("skipped", str(skipped))
+        suite.set("time", f"{verdict.seconds:.3f}")
+        all_tests += tests
+        all_failures += failures
+        all_skipped += skipped
+    root.set("tests", str(all_tests))
+    root.set("failures", str(all_failures))
+    root.set("skipped", str(all_skipped))
+    ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,150 @@
+"""--textbook on fixture books: checkpoints, learner files, drift, reports, -j N."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "scripts" / "verify_book_assets_v2.py"
+FIXTURES = Path(__file__).resolve().parent / "verify_fixtures"
+GOOD = FIXTURES / "book_good" / "book" / "textbook" / "book.toml"
+FAULTS = FIXTURES / "book_faults" / "book" / "textbook" / "book.toml"
+
+
+def verify(*arguments: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *map(str, arguments)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def verify_json(tmp_path: Path, *arguments: str | Path) -> tuple[int, dict[str, Any]]:
+    report = tmp_path / "report.json"
+    completed = verify(*arguments, "--json", report)
+    return completed.returncode, json.loads(report.read_text(encoding="utf-8"))
+
+
+def verdicts(report: dict[str, Any]) -> dict[int, Any]:
+    """Everything a verdict holds except timings, keyed by chapter number."""
+    return {
+        chapter["number"]: {key: value for key, value in chapter.items() if key != "seconds"}
+        for chapter in report["chapters"]
+    }
+
+
+def test_a_book_where_everything_holds_exits_0_and_reports_each_chapter() -> None:
+    completed = verify("--textbook", "--manifest", GOOD)
+    assert completed.returncode == 0, completed.stdout
+    lines = completed.stdout.splitlines()
+    assert any(line.startswith("ch01  ok") for line in lines)
+    report = [line for line in lines if line.startswith(("   1 ", "   2 "))]
+    assert "Counting tubs" in report[0] and "drafted" in report[0]
+    assert "listings 1/1" in report[0] and "checkpoint ok" in report[0]
+    assert "learner ok" in report[0] and "holds" in report[0]
+    assert "Ordering tubs" in report[1] and "planned  (not verified)" in report[1]
+    assert lines[-1].startswith("Summary: 1 chapter(s) verified, 1 hold, 0 failed, 1 planned")
+
+
+def test_each_fault_of_the_faulty_book_is_found(tmp_path: Path) -> None:
+    status, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
+    assert status == 1
+    chapters = verdicts(report)
+    assert sorted(chapters) == [1, 2, 3, 4]
+    assert report["planned"] == [{"number": 5, "title": "Still planned", "status": "planned"}]
+    kinds = {n: [(f["kind"], f["line"]) for f in c["failures"]] for n, c in chapters.items()}
+    assert kinds[1] == [("checkpoint-output", 15)]
+    assert kinds[2] == [("learner", 1)]
+    assert kinds[3] == [("drift", 1), ("drift", 5)]
+    assert kinds[4] == [("exercises", 1), ("exercises", 1)]
+    assert [chapters[n]["checkpoint"] for n in (1, 2, 3, 4)] == ["failed", "ok", "ok", "ok"]
+    assert [chapters[n]["learner"] for n in (1, 2, 3, 4)] == ["ok", "failed", "failed", "ok"]
+    assert chapters[4]["exercises"] == "missing"
+    # Every listing itself passes: the faults are elsewhere.
+    assert all(c["listings"] == {"passed": 1, "total": 1} for c in chapters.values())
+
+
+def test_a_drifting_checkpoint_shows_a_diff(tmp_path: Path) -> None:
+    _, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
+    detail = verdicts(report)[1]["failures"][0]["detail"]
+    assert "-vanilla needs 6\n+vanilla needs 7" in detail
+
+
+def test_a_learner_file_that_prints_on_import_fails(tmp_path: Path) -> None:
+    _, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
+    failure = verdicts(report)[2]["failures"][0]
+    assert failure["file"].endswith("fixture_ch02_learner.py")
+    assert "printed output" in failure["message"]
+    assert "importing the learner file" in failure["detail"]
+
+
+def test_a_learner_definition_that_drifts_names_it_and_shows_a_diff(tmp_path: Path) -> None:
+    _, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
+    changed, unknown = verdicts(report)[3]["failures"]
+    assert "`replenishment_need` differs from every listing" in changed["message"]
+    assert "-    return max(0, reorder_point - on_hand)" in changed["detail"]
+    assert "+    return max(1, reorder_point - on_hand)" in changed["detail"]
+    assert "`Freezer` is defined in the learner file but in no listing" in unknown["message"]
+
+
+def test_two_jobs_give_the_same_verdicts_as_one(tmp_path: Path) -> None:
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    status_one, one = verify_json(tmp_path / "one", "--textbook", "--manifest", FAULTS, "-j", "1")
+    status_two, two = verify_json(tmp_path / "two", "--textbook", "--manifest", FAULTS, "-j", "2")
+    assert status_one == status_two == 1
+    assert verdicts(one) == verdicts(two)
+    good_one = verify("--textbook", "--manifest", GOOD, "-j", "1")
+    good_two = verify("--textbook", "--manifest", GOOD, "-j", "2")
+    assert good_one.returncode == good_two.returncode == 0
+
+
+def test_the_junit_report_parses_and_counts_failures(tmp_path: Path) -> None:
+    junit = tmp_path / "report.xml"
+    completed = verify("--textbook", "--manifest", FAULTS, "--junit", junit)
+    assert completed.returncode == 1
+    root = ElementTree.parse(junit).getroot()
+    assert root.tag == "testsuites"
+    suites = root.findall("testsuite")
+    assert len(suites) == 4
+    failed = [
+        (suite.get("name", "").rsplit("/", 1)[-1], case.get("name"))
+        for suite in suites
+        for case in suite.findall("testcase")
+        if case.find("failure") is not None
+    ]
+    assert len(failed) == int(root.get("failures", "-1")) == 6
+    assert failed[0][0] == "ch01_checkpoint_drifts.md"
+    assert all(case.find("failure") is None for case in suites[0].findall("testcase")[:1])
+
+
+def test_a_manifest_chapter_named_on_the_command_line_gets_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    chapter = GOOD.parent / "ch01_counting_tubs.md"
+    status, report = verify_json(tmp_path, "--manifest", GOOD, chapter)
+    assert status == 0
+    (only,) = report["chapters"]
+    assert (only["number"], only["checkpoint"], only["learner"]) == (1, "ok", "ok")
+    assert only["coverage"]["checkpoint_checked"] == 1
+
+
+def test_a_chapter_the_manifest_does_not_name_has_its_checkpoint_output_not_checked(
+    tmp_path: Path,
+) -> None:
+    copy = tmp_path / "copy.md"
+    copy.write_text((GOOD.parent / "ch01_counting_tubs.md").read_text(), encoding="utf-8")
+    status, report = verify_json(tmp_path, "--manifest", GOOD, copy)
+    assert status == 0
+    (only,) = report["chapters"]
+    assert (only["number"], only["checkpoint"], only["learner"]) == (None, "not checked", "none")
+    assert only["coverage"]["checkpoint_checked"] == 0
+    assert only["coverage"]["checkpoint_not_checked"] == 1

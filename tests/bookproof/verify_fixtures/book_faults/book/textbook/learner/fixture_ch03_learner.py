@@ -1,0 +1,6 @@
+def replenishment_need(on_hand: int, reorder_point: int) -> int:
+    return max(1, reorder_point - on_hand)
+
+
+class Freezer:
+    pass

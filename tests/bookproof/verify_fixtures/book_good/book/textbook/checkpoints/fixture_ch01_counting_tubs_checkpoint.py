@@ -1,0 +1,10 @@
+"""Fixture checkpoint: prints what the chapter's checkpoint-output block shows."""
+
+
+def replenishment_need(on_hand: int, reorder_point: int) -> int:
+    return max(0, reorder_point - on_hand)
+
+
+if __name__ == "__main__":
+    print("vanilla needs", replenishment_need(2, 8))
+    print("chocolate needs", replenishment_need(7, 6))
