@@ -1,0 +1,294 @@
+"""Exercise Book 2 starter: chapter 2's shop tools, reshaped to the graded interface.
+
+This is the file you saved in chapter 2, with `build_tools` taking the
+signature the grader calls: `build_tools(shop, prices, *, extra_tools=(),
+allowed=None)`. It works, and it does NOT do the exercises yet: look for the
+lines marked `Exercise 1`, `Exercise 2` and `Exercise 3`.
+
+Check your progress at any time (from the repository root):
+
+    uv run python scripts/grade_exercises.py --book 2 exercises/book02
+
+Self-contained: Pydantic and the standard library only. Importing it defines
+things and prints nothing.
+"""
+
+import copy
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# Chapter 1's snapshot, copied here so this file runs wherever you save it.
+SHOP: dict[str, Any] = {
+    "name": "Lucy's Ice Cream",
+    "products": [
+        {"sku": "SKU-VANILLA", "name": "Vanilla", "on_hand": 2, "reorder_point": 8},
+        {"sku": "SKU-CHOCOLATE", "name": "Chocolate", "on_hand": 7, "reorder_point": 6},
+        {"sku": "SKU-STRAWBERRY", "name": "Strawberry", "on_hand": 1, "reorder_point": 5},
+    ],
+}
+
+SUPPLIER = "lucy-local"
+CURRENCY = "GBP"
+# Integer pence: money is never a float, and never the model's to choose.
+PRICES_PENCE: Mapping[str, int] = {
+    "SKU-VANILLA": 250,
+    "SKU-CHOCOLATE": 300,
+    "SKU-STRAWBERRY": 275,
+}
+SHOP_TOOL_NAMES = ("draft_order", "list_stock", "supplier")
+
+
+class NoArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ProductArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sku: str = Field(min_length=1, max_length=100)
+
+
+class DraftArguments(ProductArguments):
+    quantity: int = Field(gt=0, le=1000)
+
+
+def replenishment_need(row: Mapping[str, Any]) -> int:
+    """Tubs to order to reach the target; a shop above target needs 0, never a negative."""
+    # Exercise 2: rows may carry `reserved` (absent means 0). Count it here,
+    # and make sure the report and the draft check both come through here.
+    return max(0, row["reorder_point"] - row["on_hand"])
+
+
+def stock_report(products: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Every row plus its need, sorted by sku so the report reads the same every time."""
+    rows = [{**row, "needed": replenishment_need(row)} for row in products]
+    return sorted(rows, key=lambda row: row["sku"])
+
+
+def find_product(products: Iterable[Mapping[str, Any]], sku: str) -> Mapping[str, Any]:
+    for row in products:
+        if row["sku"] == sku:
+            return row
+    raise KeyError(sku)
+
+
+def supplier_quote(prices: Mapping[str, int], sku: str) -> dict[str, Any]:
+    """The shop's own price for one sku; an unknown sku fails instead of borrowing a price."""
+    if sku not in prices:
+        raise KeyError(sku)
+    return {
+        "sku": sku,
+        "supplier": SUPPLIER,
+        "currency": CURRENCY,
+        "unit_cost_pence": prices[sku],
+    }
+
+
+def draft_order(
+    products: Iterable[Mapping[str, Any]], prices: Mapping[str, int], sku: str, quantity: int
+) -> dict[str, Any]:
+    """A draft for exactly the current need. It buys nothing and changes no stock."""
+    need = replenishment_need(find_product(products, sku))
+    if quantity != need:
+        raise ValueError(f"quantity {quantity} does not match the need of {need}")
+    quote = supplier_quote(prices, sku)
+    return {
+        **quote,
+        "quantity": quantity,
+        "total_pence": quantity * quote["unit_cost_pence"],
+        "status": "DRAFT",
+    }
+
+
+Observation = dict[str, Any]
+
+# Failures a handler is expected to raise when a request is wrong for the
+# current state of the shop. Anything else is a defect in our own code and
+# must stay loud instead of becoming a polite refusal.
+EXPECTED_FAILURES: tuple[type[BaseException], ...] = (
+    ValueError,
+    TypeError,
+    KeyError,
+    PermissionError,
+    TimeoutError,
+    OSError,
+)
+
+# The smallest bound still fits every refusal and a useful value; the largest
+# keeps one observation from swamping a model's context window.
+MAX_RESULT_BYTES_LIMITS = (128, 1_048_576)
+
+
+class ToolCall(BaseModel):
+    """The request envelope a model sends: which tool, with what, under which id."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+    id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=100, pattern=r"^[a-zA-Z0-9_-]+$")
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ExecutableTool:
+    """One tool: what the model is told about it, and the code that really runs.
+
+    Frozen so that a registered tool cannot be re-pointed at another handler,
+    or made non-consequential, after the dispatcher has accepted it.
+    """
+
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    handler: Callable[[BaseModel], Any]
+    consequential: bool = False
+
+    def schema(self) -> dict[str, Any]:
+        """The function schema a model sees; derived from the argument model so it cannot drift."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.arguments.model_json_schema(),
+            },
+        }
+
+
+def _refusal(error: str) -> Observation:
+    # A refusal carries a fixed code only: never the exception text, never the
+    # submitted values, so an observation can neither leak nor be steered.
+    return {"ok": False, "error": error}
+
+
+class Dispatcher:
+    """Runs a requested tool only after every check before it has passed."""
+
+    def __init__(
+        self,
+        tools: Iterable[ExecutableTool],
+        *,
+        allowed: Iterable[str],
+        before_write: Callable[[ToolCall], None] | None = None,
+        max_result_bytes: int = 16_384,
+    ) -> None:
+        low, high = MAX_RESULT_BYTES_LIMITS
+        if (
+            isinstance(max_result_bytes, bool)
+            or not isinstance(max_result_bytes, int)
+            or not low <= max_result_bytes <= high
+        ):
+            raise ValueError(f"max_result_bytes must be an int from {low} to {high}")
+        registry: dict[str, ExecutableTool] = {}
+        for tool in tools:
+            if tool.name in registry:
+                # Two tools under one name leave it to chance which one runs:
+                # an ambiguous configuration is refused before any request.
+                raise ValueError(f"duplicate tool name: {tool.name!r}")
+            registry[tool.name] = tool
+        self._tools: Mapping[str, ExecutableTool] = MappingProxyType(registry)
+        self._allowed: frozenset[str] = frozenset(allowed)
+        self._before_write = before_write
+        self._max_result_bytes = max_result_bytes
+
+    @property
+    def tools(self) -> Mapping[str, ExecutableTool]:
+        """Every registered tool, allowed or not, as a read-only mapping."""
+        return self._tools
+
+    @property
+    def allowed(self) -> frozenset[str]:
+        """The names this dispatcher will run; a registered name outside it is refused."""
+        return self._allowed
+
+    @property
+    def has_write_authority(self) -> bool:
+        """Whether a consequential tool could ever pass step 3 of `invoke`."""
+        return self._before_write is not None
+
+    @property
+    def max_result_bytes(self) -> int:
+        return self._max_result_bytes
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """The schemas of the allowed tools, sorted by name: all a model is told exists."""
+        return [self._tools[name].schema() for name in sorted(self._allowed & self._tools.keys())]
+
+    def invoke(self, call: ToolCall) -> Observation:
+        """Check a request in a fixed order; nothing after a refusal runs."""
+        # 1. One answer for "unknown" and "not allowed", so a refusal does not
+        #    tell a probing model which forbidden names exist.
+        tool = self._tools.get(call.name)
+        if tool is None or call.name not in self._allowed:
+            return _refusal("tool_not_allowed")
+        # 2. Strict validation: no coercion of "6" or True or 6.0 into 6.
+        try:
+            arguments = tool.arguments.model_validate(call.arguments, strict=True)
+        except ValidationError:
+            return _refusal("invalid_arguments")
+        # 3. A consequential tool with nobody to authorise it never runs.
+        if tool.consequential and self._before_write is None:
+            return _refusal("write_authority_required")
+        try:
+            # 4. The authority may refuse by raising; only then the handler.
+            if tool.consequential and self._before_write is not None:
+                self._before_write(call)
+            value = tool.handler(arguments)
+            # 5. Bound what goes back into the model's context. The handler has
+            #    already run by now: this refusal hides a result, it undoes nothing.
+            #    json.dumps escapes every non-ASCII character, so its length in
+            #    characters is its size in bytes.
+            observation = {"ok": True, "value": value}
+            encoded = json.dumps(observation, allow_nan=False)
+        except EXPECTED_FAILURES:
+            # 6. An expected failure becomes a code; its message stays here.
+            return _refusal("tool_failed")
+        if len(encoded) > self._max_result_bytes:
+            return _refusal("result_too_large")
+        return observation
+
+
+def build_tools(
+    shop: Mapping[str, Any],
+    prices: Mapping[str, int],
+    *,
+    extra_tools: Iterable[ExecutableTool] = (),
+    allowed: Iterable[str] | None = None,
+    before_write: Callable[[ToolCall], None] | None = None,
+) -> Dispatcher:
+    """A dispatcher over its own copy of the shop, so no two runs share stock."""
+    # Exercise 1: two rows with the same sku should be refused here (ValueError).
+    products = copy.deepcopy(list(shop["products"]))
+    price_list = dict(prices)
+    tools = [
+        ExecutableTool(
+            name="list_stock",
+            description="Every product with its stock, its target and the tubs needed.",
+            arguments=NoArguments,
+            handler=lambda _: stock_report(products),
+        ),
+        ExecutableTool(
+            name="supplier",
+            description="The supplier's quote for one sku, in integer pence.",
+            arguments=ProductArguments,
+            handler=lambda args: supplier_quote(price_list, args.sku),
+        ),
+        ExecutableTool(
+            name="draft_order",
+            description="Draft (never place) a re-order for exactly the tubs needed.",
+            arguments=DraftArguments,
+            handler=lambda args: draft_order(products, price_list, args.sku, args.quantity),
+        ),
+    ]
+    # Exercise 3: register `extra_tools` too. They must stay forbidden (no
+    # schema, refused when invoked) unless `allowed` names them.
+    return Dispatcher(
+        tools,
+        allowed=SHOP_TOOL_NAMES if allowed is None else allowed,
+        before_write=before_write,
+    )

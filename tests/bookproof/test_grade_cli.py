@@ -1,0 +1,82 @@
+"""The grader's command line: exit codes, the JSON report's shape, the console script."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bookproof.grade.books import BookError, load_book
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "grade_exercises.py"
+SOLUTION = ROOT / "solutions" / "book02"
+
+
+def _grade(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def test_unknown_book_is_a_usage_error(tmp_path: Path) -> None:
+    completed = _grade("--book", "99", str(SOLUTION), cwd=tmp_path)
+    assert completed.returncode == 2
+    assert "no exercise book 99" in completed.stderr
+
+
+def test_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
+    completed = _grade("--book", "2", str(tmp_path / "nowhere"), cwd=tmp_path)
+    assert completed.returncode == 2
+    assert "not a folder" in completed.stderr
+
+
+def test_unknown_flag_is_a_usage_error(tmp_path: Path) -> None:
+    assert _grade("--book", "2", "--shiny", str(SOLUTION), cwd=tmp_path).returncode == 2
+
+
+def test_json_report_has_the_documented_shape(tmp_path: Path) -> None:
+    student = tmp_path / "alice"
+    shutil.copytree(
+        ROOT / "exercises" / "book02", student, ignore=shutil.ignore_patterns("*.ipynb")
+    )
+    out = tmp_path / "report.json"
+    completed = _grade("--book", "2", str(student), str(SOLUTION), "--json", str(out), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert [entry["submission"] for entry in report["submissions"]] == ["alice", "book02"]
+    alice, reference = report["submissions"]
+    assert alice["total"] < alice["max"] == reference["total"] == reference["max"] == 28
+    check_ids = [check.id for check in load_book(2).CHECKS]
+    for entry in report["submissions"]:
+        assert [check["id"] for check in entry["checks"]] == check_ids
+        for check in entry["checks"]:
+            assert set(check) == {"id", "points", "max_points", "passed", "feedback", "outcome"}
+            assert check["passed"] is (check["points"] == check["max_points"])
+            assert check["outcome"] in {
+                "passed",
+                "failed",
+                "error",
+                "timeout",
+                "out of memory",
+                "crashed",
+            }
+            assert "\n" not in check["feedback"]
+    failed = [check for check in alice["checks"] if not check["passed"]]
+    assert all("Re-read Chapter 2, '2." in check["feedback"] for check in failed)
+    # Progress lines on stderr, one per submission; the table on stdout.
+    assert completed.stderr.count("] ") == 2
+    assert "alice: " in completed.stdout
+
+
+def test_load_book_refuses_a_book_that_does_not_exist() -> None:
+    with pytest.raises(BookError):
+        load_book(42)

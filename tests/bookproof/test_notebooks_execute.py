@@ -1,0 +1,76 @@
+"""Every exercise notebook's non-exercise cells run, in order, beside the starter they import.
+
+No Jupyter kernel: the code cells (minus those tagged `exercise`) are joined
+into one script and run by a real Python subprocess whose working directory
+is a temporary copy of the exercise folder, as a learner's would be.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from bookproof.notebooks.build import EXERCISE_TAG
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "exercises").glob("book[0-9][0-9]/unit_*.ipynb"))
+
+
+def _script(notebook_path: Path) -> str:
+    notebook = nbformat.read(notebook_path, as_version=4)
+    cells = [
+        cell.source
+        for cell in notebook.cells
+        if cell.cell_type == "code" and EXERCISE_TAG not in cell.metadata.get("tags", [])
+    ]
+    return "\n\n".join(cells) + "\n"
+
+
+def _run(folder: Path, script: str) -> subprocess.CompletedProcess[str]:
+    (folder / "_notebook_cells.py").write_text(script, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "_notebook_cells.py"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_notebook_setup_and_check_cells_run_with_the_starter(
+    tmp_path: Path, notebook: Path
+) -> None:
+    folder = tmp_path / notebook.parent.name
+    shutil.copytree(notebook.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    completed = _run(folder, _script(notebook))
+    assert completed.returncode == 0, completed.stderr
+
+
+def test_book02_check_cells_show_the_exercises_done_with_the_solution(tmp_path: Path) -> None:
+    folder = tmp_path / "book02"
+    shutil.copytree(ROOT / "exercises" / "book02", folder)
+    shutil.copyfile(ROOT / "solutions" / "book02" / "shop_tools.py", folder / "shop_tools.py")
+    unit_a = _run(folder, _script(folder / "unit_a.ipynb"))
+    assert unit_a.returncode == 0, unit_a.stderr
+    assert '"total_pence": 1500' in unit_a.stdout
+    assert "two mango rows: refused with ValueError" in unit_a.stdout
+    unit_b = _run(folder, _script(folder / "unit_b.ipynb"))
+    assert unit_b.returncode == 0, unit_b.stderr
+    assert "report need for vanilla: 9" in unit_b.stdout
+    assert '{"error": "tool_not_allowed", "ok": false}' in unit_b.stdout
+    assert '{"ok": true, "value": "probe ran"}' in unit_b.stdout
+    assert "two probes, one name: refused with ValueError" in unit_b.stdout
+
+
+def test_starter_shows_the_exercises_not_yet_done(tmp_path: Path) -> None:
+    folder = tmp_path / "book02"
+    shutil.copytree(ROOT / "exercises" / "book02", folder)
+    unit_b = _run(folder, _script(folder / "unit_b.ipynb"))
+    assert "need with 3 reserved: 6" in unit_b.stdout
+    assert "two probes, one name: built" in unit_b.stdout
