@@ -58,18 +58,39 @@ def test_each_fault_of_the_faulty_book_is_found(tmp_path: Path) -> None:
     status, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
     assert status == 1
     chapters = verdicts(report)
-    assert sorted(chapters) == [1, 2, 3, 4]
-    assert report["planned"] == [{"number": 5, "title": "Still planned", "status": "planned"}]
+    assert sorted(chapters) == [1, 2, 3, 4, 5]
+    assert report["planned"] == [{"number": 6, "title": "Still planned", "status": "planned"}]
     kinds = {n: [(f["kind"], f["line"]) for f in c["failures"]] for n, c in chapters.items()}
     assert kinds[1] == [("checkpoint-output", 15)]
     assert kinds[2] == [("learner", 1)]
     assert kinds[3] == [("drift", 1), ("drift", 5)]
     assert kinds[4] == [("exercises", 1), ("exercises", 1)]
-    assert [chapters[n]["checkpoint"] for n in (1, 2, 3, 4)] == ["failed", "ok", "ok", "ok"]
-    assert [chapters[n]["learner"] for n in (1, 2, 3, 4)] == ["ok", "failed", "failed", "ok"]
+    assert kinds[5] == [("checkpoint-drift", 4)]
+    checkpoints = [chapters[n]["checkpoint"] for n in (1, 2, 3, 4, 5)]
+    assert checkpoints == ["failed", "ok", "ok", "ok", "failed"]
+    assert [chapters[n]["learner"] for n in (1, 2, 3, 4, 5)] == [
+        "ok",
+        "failed",
+        "failed",
+        "ok",
+        "ok",
+    ]
     assert chapters[4]["exercises"] == "missing"
     # Every listing itself passes: the faults are elsewhere.
     assert all(c["listings"] == {"passed": 1, "total": 1} for c in chapters.values())
+
+
+def test_checkpoint_code_that_drifts_from_its_listing_fails_though_its_output_matches(
+    tmp_path: Path,
+) -> None:
+    _, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
+    (failure,) = verdicts(report)[5]["failures"]
+    assert failure["file"].endswith("fixture_ch05_checkpoint.py")
+    assert "`replenishment_need` differs from every listing that defines it" in failure["message"]
+    assert "-    return max(0, reorder_point - on_hand)" in failure["detail"]
+    assert "+    return reorder_point - on_hand" in failure["detail"]
+    # `main` is the checkpoint's own glue: no listing teaches it, so it is free.
+    assert "main" not in failure["message"]
 
 
 def test_a_drifting_checkpoint_shows_a_diff(tmp_path: Path) -> None:
@@ -114,15 +135,17 @@ def test_the_junit_report_parses_and_counts_failures(tmp_path: Path) -> None:
     root = ElementTree.parse(junit).getroot()
     assert root.tag == "testsuites"
     suites = root.findall("testsuite")
-    assert len(suites) == 4
+    assert len(suites) == 5
     failed = [
         (suite.get("name", "").rsplit("/", 1)[-1], case.get("name"))
         for suite in suites
         for case in suite.findall("testcase")
         if case.find("failure") is not None
     ]
-    assert len(failed) == int(root.get("failures", "-1")) == 6
+    assert len(failed) == int(root.get("failures", "-1")) == 7
     assert failed[0][0] == "ch01_checkpoint_drifts.md"
+    assert failed[-1][0] == "ch05_checkpoint_code_drifts.md"
+    assert failed[-1][1].startswith("checkpoint: ")
     assert all(case.find("failure") is None for case in suites[0].findall("testcase")[:1])
 
 

@@ -37,7 +37,7 @@ def drift_of(tmp_path: Path, learner_source: str) -> list[tuple[str, int]]:
     learner = tmp_path / "learner.py"
     learner.write_text(learner_source, encoding="utf-8")
     chapter = parse_chapter(tmp_path / "chapter.md", CHAPTER)
-    drifts, error = find_drift(chapter, learner, chapter_label="ch", learner_label="learner")
+    drifts, error = find_drift(chapter, learner, chapter_label="ch", file_label="learner")
     assert error is None
     return [(drift.name, drift.line) for drift in drifts]
 
@@ -71,7 +71,7 @@ def test_the_diff_shows_listing_then_learner(tmp_path: Path) -> None:
     learner = tmp_path / "learner.py"
     learner.write_text("def need(on_hand: int, target: int) -> int:\n    return target - on_hand\n")
     chapter = parse_chapter(tmp_path / "chapter.md", CHAPTER)
-    (drift,), _ = find_drift(chapter, learner, chapter_label="ch.md", learner_label="l.py")
+    (drift,), _ = find_drift(chapter, learner, chapter_label="ch.md", file_label="l.py")
     assert "--- listing (ch.md:3)" in drift.diff and "+++ learner (l.py:1)" in drift.diff
     assert "-    return max(0, target - on_hand)" in drift.diff
     assert "+    return target - on_hand" in drift.diff
@@ -81,5 +81,34 @@ def test_a_learner_file_that_does_not_parse_is_reported(tmp_path: Path) -> None:
     learner = tmp_path / "learner.py"
     learner.write_text("def broken(:\n")
     chapter = parse_chapter(tmp_path / "chapter.md", CHAPTER)
-    drifts, error = find_drift(chapter, learner, chapter_label="ch", learner_label="l.py")
+    drifts, error = find_drift(chapter, learner, chapter_label="ch", file_label="l.py")
     assert drifts == [] and error is not None and error.startswith("l.py: cannot be parsed")
+
+
+def test_a_checkpoint_is_held_only_to_the_definitions_a_listing_teaches(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "checkpoint.py"
+    checkpoint.write_text(
+        "def need(on_hand: int, target: int) -> int:\n"
+        "    return max(0, target - on_hand)\n\n\n"
+        "def main() -> None:\n    print(need(2, 8))\n",
+        encoding="utf-8",
+    )
+    chapter = parse_chapter(tmp_path / "chapter.md", CHAPTER)
+    drifts, error = find_drift(
+        chapter, checkpoint, chapter_label="ch", file_label="cp.py", role="checkpoint"
+    )
+    assert error is None and drifts == []
+    # The same file as a learner file: `main` is taught nowhere, so it drifts.
+    drifts, _ = find_drift(chapter, checkpoint, chapter_label="ch", file_label="cp.py")
+    assert [(drift.name, drift.line) for drift in drifts] == [("main", 5)]
+
+
+def test_a_checkpoint_definition_that_differs_from_its_listing_drifts(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "checkpoint.py"
+    checkpoint.write_text("def need(on_hand, target):\n    return target - on_hand\n")
+    chapter = parse_chapter(tmp_path / "chapter.md", CHAPTER)
+    (drift,), _ = find_drift(
+        chapter, checkpoint, chapter_label="ch.md", file_label="cp.py", role="checkpoint"
+    )
+    assert drift.name == "need"
+    assert "+++ checkpoint (cp.py:1)" in drift.diff

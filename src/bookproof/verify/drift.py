@@ -1,8 +1,10 @@
-"""The learner file may never drift from what the chapter taught.
+"""The files a reader runs may never drift from what the chapter taught.
 
 Every top-level function and class in the learner file must be defined
 identically (same AST, positions ignored) by one top-level definition in the
-chapter's listings, `python skip` listings included.
+chapter's listings, `python skip` listings included. The checkpoint is held to
+the same rule for every definition whose name a listing also defines; its own
+glue (`main`, say) is free, because no listing teaches it.
 """
 
 from __future__ import annotations
@@ -11,22 +13,26 @@ import ast
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from bookproof.verify.chapter import Chapter
 
-__all__ = ["Drift", "find_drift"]
+__all__ = ["Drift", "Role", "find_drift"]
+
+# A learner file must consist of taught definitions; a checkpoint may add its own.
+Role = Literal["learner", "checkpoint"]
 
 _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 @dataclass(frozen=True)
 class Drift:
-    """A learner definition no listing defines identically."""
+    """A definition in a reader's file that no listing defines identically."""
 
     name: str
-    line: int  # in the learner file
+    line: int  # in the reader's file
     message: str
-    diff: str  # ast.unparse of the closest listing definition against the learner's
+    diff: str  # ast.unparse of the closest listing definition against the file's
 
 
 def _definitions(tree: ast.Module) -> list[_Definition]:
@@ -42,16 +48,16 @@ def _fingerprint(node: ast.AST) -> str:
 
 
 def find_drift(
-    chapter: Chapter, learner: Path, *, chapter_label: str, learner_label: str
+    chapter: Chapter, path: Path, *, chapter_label: str, file_label: str, role: Role = "learner"
 ) -> tuple[list[Drift], str | None]:
-    """The drifting definitions, and an error when the learner file does not parse.
+    """The drifting definitions of `path`, and an error when it does not parse.
 
     The labels are how the two files are named in messages (paths as the reader typed them).
     """
     try:
-        learner_tree = ast.parse(learner.read_text(encoding="utf-8"), filename=str(learner))
+        file_tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     except (SyntaxError, ValueError, UnicodeDecodeError) as error:
-        return [], f"{learner_label}: cannot be parsed: {error}"
+        return [], f"{file_label}: cannot be parsed: {error}"
 
     taught: dict[str, list[tuple[ast.AST, int]]] = {}
     fingerprints: set[str] = set()
@@ -68,11 +74,13 @@ def find_drift(
             taught.setdefault(node.name, []).append((node, fence.line))
 
     drifts: list[Drift] = []
-    for node in _definitions(learner_tree):
+    for node in _definitions(file_tree):
         if _fingerprint(node) in fingerprints:
             continue
-        learner_text = ast.unparse(node).splitlines()
+        file_text = ast.unparse(node).splitlines()
         candidates = taught.get(node.name)
+        if not candidates and role == "checkpoint":
+            continue
         if not candidates:
             drifts.append(
                 Drift(
@@ -87,15 +95,15 @@ def find_drift(
         best_node, best_line = max(
             candidates,
             key=lambda item: difflib.SequenceMatcher(
-                a=ast.unparse(item[0]).splitlines(), b=learner_text
+                a=ast.unparse(item[0]).splitlines(), b=file_text
             ).ratio(),
         )
         diff = "\n".join(
             difflib.unified_diff(
                 ast.unparse(best_node).splitlines(),
-                learner_text,
+                file_text,
                 fromfile=f"listing ({chapter_label}:{best_line})",
-                tofile=f"learner ({learner_label}:{node.lineno})",
+                tofile=f"{role} ({file_label}:{node.lineno})",
                 lineterm="",
             )
         )

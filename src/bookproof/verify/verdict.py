@@ -33,6 +33,7 @@ FailureKind = Literal[
     "checkpoint-output",
     "learner",
     "drift",
+    "checkpoint-drift",
     "exercises",
 ]
 

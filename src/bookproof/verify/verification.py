@@ -11,7 +11,7 @@ from typing import Any
 
 from bookproof.verify.chapter import Chapter, Listing, read_chapter
 from bookproof.verify.compare import has_wildcards, matches, unified_diff
-from bookproof.verify.drift import find_drift
+from bookproof.verify.drift import Role, find_drift
 from bookproof.verify.environment import display_path
 from bookproof.verify.execute import (
     ListingRun,
@@ -342,6 +342,19 @@ def mark_cascade(failures: list[Failure]) -> list[Failure]:
     return marked
 
 
+def _drift_failures(chapter: Chapter, path: Path | None, display: str, role: Role) -> list[Failure]:
+    """Definitions of a reader's file that no listing teaches identically."""
+    assert path is not None
+    where = display_path(path)
+    drifts, parse_error = find_drift(
+        chapter, path, chapter_label=display, file_label=where, role=role
+    )
+    kind: FailureKind = "drift" if role == "learner" else "checkpoint-drift"
+    if parse_error:
+        return [Failure(where, 1, "learner" if role == "learner" else "checkpoint", parse_error)]
+    return [Failure(where, drift.line, kind, drift.message, drift.diff) for drift in drifts]
+
+
 def judge_chapter(
     job: ChapterJob,
     listings_run: ListingsRun | None,
@@ -359,18 +372,13 @@ def judge_chapter(
     if entry is not None:
         assert checkpoint_run is not None and learner_run is not None
         checkpoint_failures = _judge_checkpoint(display, chapter, entry, checkpoint_run)
+        checkpoint_failures.extend(
+            _drift_failures(chapter, entry.checkpoint, display, "checkpoint")
+        )
         checkpoint = "failed" if checkpoint_failures else "ok"
         failures.extend(checkpoint_failures)
         learner_failures = _judge_learner(entry, learner_run)
-        assert entry.learner is not None
-        where = display_path(entry.learner)
-        drifts, parse_error = find_drift(
-            chapter, entry.learner, chapter_label=display, learner_label=where
-        )
-        if parse_error:
-            learner_failures.append(Failure(where, 1, "learner", parse_error))
-        for drift in drifts:
-            learner_failures.append(Failure(where, drift.line, "drift", drift.message, drift.diff))
+        learner_failures.extend(_drift_failures(chapter, entry.learner, display, "learner"))
         learner = "failed" if learner_failures else "ok"
         failures.extend(learner_failures)
         exercises = "ok"

@@ -2,6 +2,7 @@
 
 
 def replenishment_need(on_hand: int, reorder_point: int) -> int:
+    """Never negative: a full freezer needs nothing."""
     return max(0, reorder_point - on_hand)
 
 
