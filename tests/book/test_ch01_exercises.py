@@ -6,13 +6,13 @@ The grader runs as a real subprocess over real folders, all in one batch.
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from grading import grade_batch
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = (ROOT / "solutions" / "book01" / "morning_brief.py").read_text(encoding="utf-8")
@@ -79,38 +79,7 @@ def report(tmp_path_factory) -> dict[str, dict[str, bool]]:
         assert SOLUTION.count(old) == 1, name
         folders[name] = SOLUTION.replace(old, new)
     folders["deletes_fields_in_place"] += IN_PLACE
-    for name, text in folders.items():
-        (base / name).mkdir()
-        (base / name / "morning_brief.py").write_text(text, encoding="utf-8")
-    out = base / "report.json"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "scripts/grade_exercises.py",
-            "--book",
-            "1",
-            "-j",
-            "2",
-            "--json",
-            str(out),
-            *[str(base / name) for name in folders],
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr
-    text = out.read_text(encoding="utf-8")
-    # Every planted secret (notes, keys) stays inside the grader.
-    assert "secret-token" not in text
-    assert "secret-token" not in result.stdout
-    data = json.loads(text)
-    return {
-        entry["submission"]: {check["id"]: check["passed"] for check in entry["checks"]}
-        | {"__full__": entry["total"] == entry["max"]}
-        for entry in data["submissions"]
-    }
+    return grade_batch(1, folders, module_file="morning_brief.py", base=base)
 
 
 def test_the_reference_solution_scores_full_marks(report):

@@ -6,12 +6,12 @@ The grader runs as a real subprocess over real folders, all in one batch.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from grading import grade_batch
 
 from bookproof.notebooks.build import notebook_json
 
@@ -98,39 +98,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, bool
             assert text.count(old) == 1, (name, old)
             text = text.replace(old, new)
         folders[name] = text
-    for name, text in folders.items():
-        (base / name).mkdir()
-        (base / name / "agent_loop.py").write_text(text, encoding="utf-8")
-    out = base / "report.json"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "scripts/grade_exercises.py",
-            "--book",
-            "3",
-            "-j",
-            "2",
-            "--json",
-            str(out),
-            *[str(base / name) for name in folders],
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    text = out.read_text(encoding="utf-8")
-    # The planted secret in the malformed-call check stays inside the grader.
-    assert "secret-token" not in text
-    assert "secret-token" not in result.stdout
-    data = json.loads(text)
-    return {
-        entry["submission"]: {check["id"]: check["passed"] for check in entry["checks"]}
-        | {"__full__": entry["total"] == entry["max"]}
-        for entry in data["submissions"]
-    }
+    return grade_batch(3, folders, module_file="agent_loop.py", base=base)
 
 
 def failed(results: dict[str, bool]) -> set[str]:
