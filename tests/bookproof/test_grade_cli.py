@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bookproof.grade.books import BookError, load_book
+from bookproof.grade.cli import submission_names
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "grade_exercises.py"
@@ -77,6 +80,59 @@ def test_json_report_has_the_documented_shape(tmp_path: Path) -> None:
     assert "alice: " in completed.stdout
 
 
+def test_folders_with_the_same_name_get_rows_an_instructor_can_tell_apart(
+    tmp_path: Path,
+) -> None:
+    for group in ("monday", "tuesday"):
+        shutil.copytree(SOLUTION, tmp_path / group / "alice")
+    shutil.copytree(SOLUTION, tmp_path / "tuesday" / "bob")
+    out, gradebook = tmp_path / "report.json", tmp_path / "gradebook.csv"
+    completed = _grade(
+        "--book",
+        "2",
+        "monday/alice",
+        "tuesday/alice",
+        "tuesday/bob",
+        "--json",
+        str(out),
+        "--csv",
+        str(gradebook),
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr
+    names = [entry["submission"] for entry in json.loads(out.read_text())["submissions"]]
+    assert names == ["monday/alice", "tuesday/alice", "bob"]
+    rows = gradebook.read_text(encoding="utf-8").splitlines()[1:]
+    assert [row.split(",")[0] for row in rows] == names
+
+
+def test_the_same_folder_given_twice_is_a_usage_error(tmp_path: Path) -> None:
+    shutil.copytree(SOLUTION, tmp_path / "alice")
+    completed = _grade("--book", "2", "alice", "./alice/", cwd=tmp_path)
+    assert completed.returncode == 2
+    assert "folder given twice: alice" in completed.stderr
+
+
 def test_load_book_refuses_a_book_that_does_not_exist() -> None:
     with pytest.raises(BookError):
         load_book(42)
+
+
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["a", "b", "book02", "alice"]), min_size=1, max_size=4),
+        min_size=1,
+        max_size=8,
+        unique_by=tuple,
+    )
+)
+def test_submission_names_are_unique_suffixes_and_short_when_they_can_be(
+    paths: list[list[str]],
+) -> None:
+    folders = [Path("/class", *parts) for parts in paths]
+    names = submission_names(folders)
+    assert len(set(names)) == len(names)
+    for folder, name in zip(folders, names, strict=True):
+        assert folder.as_posix().endswith("/" + name)
+        if [other.name for other in folders].count(folder.name) == 1:
+            assert name == folder.name

@@ -62,6 +62,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def submission_names(folders: Sequence[Path]) -> list[str]:
+    """Each folder's name, lengthened by its parents only where two names would be the same.
+
+    A gradebook row must say whose work it is: `alice` stays `alice`, but two
+    folders both called `book02` become `solutions/book02` and `exercises/book02`.
+    """
+    paths = [folder.resolve() for folder in folders]
+    depth = [1] * len(paths)
+
+    def label(index: int) -> str:
+        return "/".join(paths[index].parts[-depth[index] :])
+
+    while True:
+        seen: dict[str, list[int]] = {}
+        for index in range(len(paths)):
+            seen.setdefault(label(index), []).append(index)
+        clashes = [group for group in seen.values() if len(group) > 1]
+        if not clashes:
+            return [label(index) for index in range(len(paths))]
+        for group in clashes:
+            for index in group:
+                depth[index] += 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -79,6 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not folder.is_dir():
             print(f"grade-exercises: not a folder: {folder}", file=sys.stderr)
             return USAGE_ERROR
+    resolved = [folder.resolve() for folder in folders]
+    for index, path in enumerate(resolved):
+        if path in resolved[:index]:
+            # Graded twice, it would take two rows of the gradebook for one learner.
+            print(f"grade-exercises: folder given twice: {folders[index]}", file=sys.stderr)
+            return USAGE_ERROR
+    names = submission_names(folders)
     for output in (args.json, args.csv):
         if output is not None and not output.parent.is_dir():
             print(f"grade-exercises: no folder for {output}", file=sys.stderr)
@@ -91,7 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports: list[SubmissionReport | None] = [None] * len(folders)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {
-            pool.submit(grade_submission, folder, book, limits, random.Random(seeds[i])): i
+            pool.submit(
+                grade_submission, folder, book, limits, random.Random(seeds[i]), name=names[i]
+            ): i
             for i, folder in enumerate(folders)
         }
         for done, future in enumerate(as_completed(futures), start=1):

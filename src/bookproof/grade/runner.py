@@ -109,11 +109,15 @@ class _Run:
 
 
 def grade_submission(
-    folder: Path, book: ModuleType, limits: Limits, rng: random.Random
+    folder: Path, book: ModuleType, limits: Limits, rng: random.Random, *, name: str | None = None
 ) -> SubmissionReport:
-    """Grade one folder against one book; never raises for anything the submission did."""
+    """Grade one folder against one book; never raises for anything the submission did.
+
+    `name` labels the submission in every report; by default, the folder's name.
+    """
     started = time.monotonic()
-    name = folder.resolve().name  # "." or "dir/" still name the folder
+    if name is None:
+        name = folder.resolve().name  # "." or "dir/" still name the folder
     checks: tuple[Check, ...] = book.CHECKS
     missing = [name for name in book.REQUIRED_FILES if not (folder / name).is_file()]
     if missing:
