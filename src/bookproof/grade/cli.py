@@ -30,13 +30,28 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade-exercises",
         description="Grade exercise-book submissions, each in its own limited process.",
+        epilog=(
+            "Exit status: 0 when grading ran (whatever the scores), 2 for a usage error. "
+            "Progress goes to stderr, one line per submission; the table to stdout."
+        ),
     )
     parser.add_argument("--book", type=int, required=True, help="exercise book number, e.g. 2")
-    parser.add_argument("submissions", nargs="+", type=Path, metavar="SUBMISSION_DIR")
+    parser.add_argument(
+        "submissions",
+        nargs="+",
+        type=Path,
+        metavar="SUBMISSION_DIR",
+        help="one learner's folder, holding the file(s) the book names (book 2: shop_tools.py)",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     parser.add_argument("--csv", type=Path, metavar="PATH", help="write the CSV gradebook here")
     parser.add_argument(
-        "-j", "--jobs", type=int, default=1, metavar="N", help="submissions graded at once"
+        "-j",
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="submissions graded at once (default 1)",
     )
     parser.add_argument(
         "--timeout",
