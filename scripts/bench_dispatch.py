@@ -19,11 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sovereign_agent.shop import (
-    PRICES_PENCE,
     DraftArguments,
     ProductArguments,
     build_tools,
-    draft_order,
 )
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
 
@@ -35,9 +33,20 @@ VALID_PATH_GOAL = 1.30
 REFUSAL_GOAL = 1.00
 
 
-def per_call_seconds(work: Callable[[], object], calls: int, repeat: int) -> float:
-    # The minimum over repeats is the figure least disturbed by the rest of the machine.
-    return min(timeit.repeat(work, number=calls, repeat=repeat)) / calls
+def interleaved_per_call_seconds(
+    works: dict[str, Callable[[], object]], calls: int, rounds: int
+) -> dict[str, float]:
+    """Per-call seconds of each work, timed back to back in every round.
+
+    Interleaving keeps a change of CPU speed from landing on the baseline but
+    not on the paths (or the reverse); the minimum over rounds is the figure
+    least disturbed by the rest of the machine.
+    """
+    best = dict.fromkeys(works, float("inf"))
+    for _ in range(rounds):
+        for label, work in works.items():
+            best[label] = min(best[label], timeit.timeit(work, number=calls) / calls)
+    return best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,20 +54,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--calls", type=int, default=20_000, help="calls per timing (default 20000)"
     )
-    parser.add_argument("--repeat", type=int, default=7, help="timings per path (default 7)")
+    parser.add_argument(
+        "--repeat", type=int, default=7, help="rounds, each timing every path once (default 7)"
+    )
     options = parser.parse_args(argv)
     if options.calls < 1 or options.repeat < 1:
         parser.error("--calls and --repeat must be positive")
 
     shop = runpy.run_path(str(CHAPTER_1))["SHOP"]
-    products = [dict(row) for row in shop["products"]]
-    prices = dict(PRICES_PENCE)
     tools = build_tools(shop)
     arguments = {"sku": "SKU-VANILLA", "quantity": 6}
 
+    # The same request's bare work: the registered tool's own handler, no checks around it.
+    handler = tools.tools["draft_order"].handler
+
     def baseline() -> object:
         parsed = DraftArguments.model_validate(arguments, strict=True)
-        value = draft_order(products, prices, parsed.sku, parsed.quantity)
+        value = handler(parsed)
         return json.dumps({"ok": True, "value": value}, allow_nan=False)
 
     probe = ExecutableTool("place_order", "Probe.", ProductArguments, lambda a: "x", True)
@@ -93,19 +105,22 @@ def main(argv: list[str] | None = None) -> int:
         ("result_too_large", small_bound, request("draft_order", **arguments), "result_too_large"),
     ]
 
-    base = per_call_seconds(baseline, options.calls, options.repeat)
-    print(f"baseline (validate + handler + json.dumps): {base * 1e6:8.2f} us/call")
-    print(f"{'path':<26} {'us/call':>8} {'ratio':>7} {'goal':>6}  verdict")
-    all_met = True
+    works: dict[str, Callable[[], object]] = {"baseline": baseline}
     for label, dispatcher, call, expected in paths:
         observation = dispatcher.invoke(call)
         outcome = "ok" if observation["ok"] else observation["error"]
         if outcome != expected:
             print(f"{label}: expected {expected}, got {outcome}", file=sys.stderr)
             return 1
-        cost = per_call_seconds(
-            lambda d=dispatcher, c=call: d.invoke(c), options.calls, options.repeat
-        )
+        works[label] = lambda d=dispatcher, c=call: d.invoke(c)
+    timings = interleaved_per_call_seconds(works, options.calls, options.repeat)
+
+    base = timings["baseline"]
+    print(f"baseline (validate + handler + json.dumps): {base * 1e6:8.2f} us/call")
+    print(f"{'path':<26} {'us/call':>8} {'ratio':>7} {'goal':>6}  verdict")
+    all_met = True
+    for label, _, _, expected in paths:
+        cost = timings[label]
         goal = VALID_PATH_GOAL if expected == "ok" else REFUSAL_GOAL
         met = cost / base <= goal
         all_met &= met
