@@ -1,0 +1,88 @@
+"""Starters and solutions carry copies of the chapter's code; those copies may not drift.
+
+A starter is its chapter's learner file reshaped to the grader's interface, and
+a solution completes the starter. Every definition they share with the learner
+file must stay identical to it (same syntax tree), except the ones the exercise
+book exists to change, declared below. A fix to the chapter's code therefore
+cannot leave a stale copy in front of learners.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTBOOK = ROOT / "book/textbook"
+
+# Per exercise book: the chapter definitions its starter and solution may change.
+CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
+    1: {
+        # Exercise 2 adds `taken_at` to the snapshot, and so to these signatures.
+        "exercises": frozenset({"snapshot_json", "build_brief_request", "morning_brief"}),
+        "solutions": frozenset({"snapshot_json", "build_brief_request", "morning_brief"}),
+    },
+    2: {
+        # The graded interface: build_tools(shop, prices, *, extra_tools, allowed).
+        "exercises": frozenset({"build_tools"}),
+        # Exercise 2 adds reserved stock to the need.
+        "solutions": frozenset({"build_tools", "replenishment_need"}),
+    },
+    3: {
+        "exercises": frozenset(),
+        # Exercise B adds the `repeated_refusal` stop reason to the loop.
+        "solutions": frozenset({"StopReason", "run_task"}),
+    },
+}
+
+
+def drafted_chapters() -> list[dict[str, object]]:
+    manifest = tomllib.loads((TEXTBOOK / "book.toml").read_text(encoding="utf-8"))
+    return [
+        chapter
+        for chapter in manifest["chapters"]
+        if chapter["status"] == "drafted" and "exercises" in chapter
+    ]
+
+
+def definitions(path: Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.name: ast.dump(node, include_attributes=False)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+
+
+def copies(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.glob("*.py") if not path.name.startswith("test_"))
+
+
+def test_every_drafted_exercise_book_declares_what_it_changes() -> None:
+    numbers = {int(str(chapter["number"])) for chapter in drafted_chapters()}
+    assert numbers <= set(CHANGED_BY_THE_EXERCISES), (
+        "declare the chapter definitions each new exercise book changes in this test"
+    )
+
+
+@pytest.mark.parametrize("kind", ["exercises", "solutions"])
+@pytest.mark.parametrize(
+    "chapter", drafted_chapters(), ids=lambda chapter: f"ch{chapter['number']}"
+)
+def test_shared_definitions_are_the_chapters_own(chapter: dict[str, object], kind: str) -> None:
+    learner = definitions(TEXTBOOK / str(chapter["learner"]))
+    changed = CHANGED_BY_THE_EXERCISES[int(str(chapter["number"]))][kind]
+    files = copies(ROOT / str(chapter[kind]))
+    assert files, f"no module in {chapter[kind]}"
+    for path in files:
+        copy = definitions(path)
+        shared = set(copy) & set(learner)
+        drifted = sorted(name for name in shared - changed if copy[name] != learner[name])
+        assert drifted == [], f"{path.relative_to(ROOT)} no longer matches the chapter"
+        # A declared change that is no longer a change is a stale declaration.
+        unchanged = sorted(name for name in changed & shared if copy[name] == learner[name])
+        assert unchanged == [], f"{path.relative_to(ROOT)}: declared as changed but identical"
+        assert changed <= set(copy), f"{path.relative_to(ROOT)} lacks a definition it changes"
