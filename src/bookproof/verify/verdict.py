@@ -4,22 +4,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 __all__ = [
+    "LISTING_FAILURE_KINDS",
     "BlockStatus",
     "BlockVerdict",
     "ChapterVerdict",
     "Coverage",
     "Failure",
     "FailureKind",
+    "ListingFailureKind",
     "Mode",
 ]
 
 Mode = Literal["exact", "wildcard", "no-output"]
 BlockStatus = Literal["passed", "failed", "not-run"]
 
-FailureKind = Literal[
+# Failures of a chapter's own listings: after the first, later ones may cascade from it.
+ListingFailureKind = Literal[
     "output-mismatch",
     "unexpected-output",
     "exception",
@@ -29,13 +32,20 @@ FailureKind = Literal[
     "timeout",
     "crash",
     "not-run",
-    "checkpoint",
-    "checkpoint-output",
-    "learner",
-    "drift",
-    "checkpoint-drift",
-    "exercises",
 ]
+LISTING_FAILURE_KINDS: frozenset[str] = frozenset(get_args(ListingFailureKind))
+
+FailureKind = (
+    ListingFailureKind
+    | Literal[
+        "checkpoint",
+        "checkpoint-output",
+        "learner",
+        "drift",
+        "checkpoint-drift",
+        "exercises",
+    ]
+)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from bookproof.verify.execute import (
 )
 from bookproof.verify.manifest import ManifestChapter
 from bookproof.verify.verdict import (
+    LISTING_FAILURE_KINDS,
     BlockStatus,
     BlockVerdict,
     ChapterVerdict,
@@ -308,21 +309,10 @@ def _coverage(chapter: Chapter, checked: bool) -> Coverage:
 
 def mark_cascade(failures: list[Failure]) -> list[Failure]:
     """Listing failures after the first may follow from it: say which came first."""
-    listing_kinds = {
-        "output-mismatch",
-        "unexpected-output",
-        "exception",
-        "wrong-exception",
-        "no-exception",
-        "syntax-error",
-        "timeout",
-        "crash",
-        "not-run",
-    }
     first: str | None = None
     marked = []
     for failure in failures:
-        if failure.kind not in listing_kinds:
+        if failure.kind not in LISTING_FAILURE_KINDS:
             marked.append(failure)
             continue
         if first is None:
