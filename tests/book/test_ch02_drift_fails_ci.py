@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from verifying import verify
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "book/textbook/ch02_reliable_shop_tools.md"
-VERIFIER = ROOT / "scripts/verify_book_assets_v2.py"
-
-
-def verify(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(VERIFIER), str(path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def test_chapter_2_verifies_as_written(tmp_path: Path) -> None:

@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "verify_book_assets_v2.py"
+from verifying import verify, verify_json
+
 FIXTURES = Path(__file__).resolve().parent / "verify_fixtures"
 GOOD = FIXTURES / "book_good" / "book" / "textbook" / "book.toml"
 FAULTS = FIXTURES / "book_faults" / "book" / "textbook" / "book.toml"
-
-
-def verify(*arguments: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, arguments)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def verify_json(tmp_path: Path, *arguments: str | Path) -> tuple[int, dict[str, Any]]:
-    report = tmp_path / "report.json"
-    completed = verify(*arguments, "--json", report)
-    return completed.returncode, json.loads(report.read_text(encoding="utf-8"))
 
 
 def verdicts(report: dict[str, Any]) -> dict[int, Any]:

@@ -2,38 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from verifying import verify, verify_json
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "verify_book_assets_v2.py"
 CHAPTERS = Path(__file__).resolve().parent / "verify_fixtures" / "chapters"
-
-
-def verify(
-    *arguments: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, arguments)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def verify_json(tmp_path: Path, *arguments: str | Path) -> tuple[int, dict[str, Any]]:
-    report = tmp_path / "report.json"
-    completed = verify(*arguments, "--json", report)
-    return completed.returncode, json.loads(report.read_text(encoding="utf-8"))
 
 
 def failures(report: dict[str, Any]) -> list[tuple[int, str]]:

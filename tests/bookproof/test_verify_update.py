@@ -4,25 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "scripts" / "verify_book_assets_v2.py"
+from verifying import verify
+
 FIXTURES = Path(__file__).resolve().parent / "verify_fixtures"
 CHAPTERS = FIXTURES / "chapters"
-
-
-def verify(*arguments: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, arguments)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 def copy(name: str, folder: Path) -> Path:
