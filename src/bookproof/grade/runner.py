@@ -211,6 +211,6 @@ def _credit(check: Check, outcomes: dict[str, CheckOutcome]) -> CheckOutcome:
         return outcome
     feedback = (
         f"{check.asks} The unchanged starter already behaves this way, so this counts "
-        f"once {required.id} passes."
+        f"once {required.id} passes. Re-read {required.section}."
     )
     return CheckOutcome(check.id, check.kind, check.label, 0, check.points, "locked", feedback)

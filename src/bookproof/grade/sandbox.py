@@ -267,13 +267,15 @@ def _bubblewrap(launch: Launch, workdir: str) -> list[str]:
     for name, value in ENVIRONMENT.items():
         argv += ["--setenv", name, value]
     argv += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
+    # The scratch /tmp first: a bind below /tmp (a project checked out there)
+    # must land on top of it, not be hidden by it.
+    argv += ["--size", str(launch.tmp_bytes), "--tmpfs", "/tmp"]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
     argv += _system_view()
     argv += ["--ro-bind", str(CHILD_PACKAGE), f"{_GRADER}/{_CHILD_NAME}"]
     for name, path in launch.extra.items():
         argv += ["--ro-bind", str(path), f"{_GRADER}/{name}"]
     argv += ["--ro-bind", str(launch.folder), workdir]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
-    argv += ["--size", str(launch.tmp_bytes), "--tmpfs", "/tmp"]
     argv += ["--remount-ro", "/", "--chdir", workdir]
     return argv
 
