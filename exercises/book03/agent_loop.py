@@ -42,7 +42,7 @@ from sovereign_agent.tools import Dispatcher, ExecutableTool, Observation, ToolC
 
 
 def tool_call(call_id: str, name: str, **arguments: Any) -> AssistantToolCall:
-    """A tool call as a provider hands it over: the arguments are JSON text."""
+    """A tool call in the one form every client hands to the loop: arguments as JSON text."""
     return AssistantToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
 
 
@@ -85,15 +85,30 @@ def check_setup(dispatcher: Dispatcher, *, max_steps: int, max_tool_calls: int) 
             raise ValueError(f"tool {name!r} is allowed and consequential, but no before_write")
 
 
-# Arguments for the shop's tools fit in a few dozen characters. The bound keeps
-# a runaway model from making the runtime parse megabytes of text; deep nesting
-# within it is still possible, hence the RecursionError below.
+# Arguments for the shop's tools fit in a few dozen characters and one level of
+# nesting. The bounds keep a runaway model from making the runtime parse
+# megabytes of text, and make deep nesting malformed on every Python version:
+# how deep json.loads itself can go differs from one version to the next.
 MAX_ARGUMENTS_CHARS = 4_096
+MAX_ARGUMENTS_DEPTH = 32
 
 
 def refuse_constant(name: str) -> float:
     """NaN and Infinity are not JSON, though Python's parser accepts them by default."""
     raise ValueError(f"{name} is not JSON")
+
+
+def nested_deeper_than(value: object, depth: int) -> bool:
+    """Whether lists and objects nest more than `depth` levels deep in a parsed JSON value."""
+    level = [value]
+    for _ in range(depth):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return any(isinstance(item, dict | list) for item in level)
 
 
 def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
@@ -102,9 +117,17 @@ def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
         return None
     try:
         arguments = json.loads(raw.arguments_json, parse_constant=refuse_constant)
-        return ToolCall(id=raw.id, name=raw.name, arguments=arguments)
     except (ValueError, RecursionError):
-        # ValueError covers bad JSON and Pydantic's ValidationError alike.
+        # Bad JSON, NaN or Infinity; or nesting deep enough that this
+        # version of Python's parser gave up before our own bound applied.
+        return None
+    if nested_deeper_than(arguments, MAX_ARGUMENTS_DEPTH):
+        return None
+    try:
+        return ToolCall(id=raw.id, name=raw.name, arguments=arguments)
+    except ValueError:
+        # Pydantic's ValidationError is a ValueError: a bad id or name, or
+        # arguments that are not a JSON object.
         return None
 
 

@@ -49,13 +49,15 @@ def test_the_loop_module_defines_only_what_the_chapter_teaches() -> None:
         "RunRecord",
         "check_setup",
         "refuse_constant",
+        "nested_deeper_than",
         "parse_tool_call",
         "observation_message",
         "one_line",
         "run_task",
     }
     assert set(runtime) <= set(learner)
-    assert constants(RUNTIME)["MAX_ARGUMENTS_CHARS"] == constants(LEARNER)["MAX_ARGUMENTS_CHARS"]
+    for bound in ("MAX_ARGUMENTS_CHARS", "MAX_ARGUMENTS_DEPTH"):
+        assert constants(RUNTIME)[bound] == constants(LEARNER)[bound]
 
 
 def test_the_checkpoint_uses_the_chapters_offline_model_unchanged() -> None:

@@ -5,13 +5,20 @@ from __future__ import annotations
 import copy
 import json
 import runpy
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from sovereign_agent.loop import MAX_ARGUMENTS_CHARS, StopReason, run_task
+from sovereign_agent.loop import (
+    MAX_ARGUMENTS_CHARS,
+    MAX_ARGUMENTS_DEPTH,
+    StopReason,
+    parse_tool_call,
+    run_task,
+)
 from sovereign_agent.models import (
     AssistantMessage,
     AssistantToolCall,
@@ -386,6 +393,42 @@ def test_a_duplicate_id_in_the_last_allowed_step_is_still_named_as_such() -> Non
     model = ScriptedModel([turn(ask("a", "list_stock"), ask("a", "list_stock"))])
     record = run_task(model, build_tools(SHOP), "t", max_steps=1, max_tool_calls=3)
     assert record.stop_reason is StopReason.DUPLICATE_CALL_ID
+
+
+def nested(depth: int, *, kind: str) -> str:
+    """JSON text whose lists or objects nest exactly `depth` levels deep."""
+    if kind == "objects":
+        return '{"a": ' * depth + "1" + "}" * depth
+    # Arguments must be an object: the innermost level is one, wrapped in lists
+    # inside an outer object.
+    return '{"a": ' + "[" * (depth - 2) + "{}" + "]" * (depth - 2) + "}"
+
+
+@pytest.mark.parametrize("kind", ["objects", "lists"])
+@pytest.mark.parametrize(
+    "depth", [2, MAX_ARGUMENTS_DEPTH, MAX_ARGUMENTS_DEPTH + 1, 300, 1000, 2040]
+)
+def test_arguments_nested_beyond_the_bound_are_malformed_whatever_the_parser_can_do(
+    depth: int, kind: str
+) -> None:
+    # The list form stays within MAX_ARGUMENTS_CHARS at every depth here, so
+    # only the depth bound (or the parser giving up) can refuse it.
+    text = nested(depth, kind=kind)
+    call = parse_tool_call(AssistantToolCall(id="c1", name="supplier", arguments_json=text))
+    assert (call is None) == (depth > MAX_ARGUMENTS_DEPTH)
+
+
+def test_the_depth_bound_holds_under_a_low_recursion_limit() -> None:
+    # A parser that gives up early (as older Pythons do at about a thousand
+    # levels) must give the same answer as one that copes: malformed.
+    text = nested(500, kind="lists")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(200)
+    try:
+        call = parse_tool_call(AssistantToolCall(id="c1", name="supplier", arguments_json=text))
+    finally:
+        sys.setrecursionlimit(limit)
+    assert call is None
 
 
 def test_a_malformed_call_does_not_spend_the_tool_budget() -> None:

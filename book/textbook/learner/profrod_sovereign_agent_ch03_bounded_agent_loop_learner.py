@@ -2,7 +2,8 @@
 
 The loop asks a model, answers each tool call through chapter 2's dispatcher
 under the call's id, and stops for a reason it names: the model's final answer,
-the step limit, the tool-call limit, or a model error. It builds on the book's
+the step limit, the tool-call limit, a model error, or a reply that reused a
+call id. It builds on the book's
 runtime for the earlier chapters (the messages, the dispatcher, the shop).
 Importing this file defines things and prints nothing; run it to see the
 morning plan.
@@ -33,7 +34,7 @@ from sovereign_agent.tools import Dispatcher, Observation, ToolCall
 
 
 def tool_call(call_id: str, name: str, **arguments: Any) -> AssistantToolCall:
-    """A tool call as a provider hands it over: the arguments are JSON text."""
+    """A tool call in the one form every client hands to the loop: arguments as JSON text."""
     return AssistantToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
 
 
@@ -75,15 +76,30 @@ def check_setup(dispatcher: Dispatcher, *, max_steps: int, max_tool_calls: int) 
             raise ValueError(f"tool {name!r} is allowed and consequential, but no before_write")
 
 
-# Arguments for the shop's tools fit in a few dozen characters. The bound keeps
-# a runaway model from making the runtime parse megabytes of text; deep nesting
-# within it is still possible, hence the RecursionError below.
+# Arguments for the shop's tools fit in a few dozen characters and one level of
+# nesting. The bounds keep a runaway model from making the runtime parse
+# megabytes of text, and make deep nesting malformed on every Python version:
+# how deep json.loads itself can go differs from one version to the next.
 MAX_ARGUMENTS_CHARS = 4_096
+MAX_ARGUMENTS_DEPTH = 32
 
 
 def refuse_constant(name: str) -> float:
     """NaN and Infinity are not JSON, though Python's parser accepts them by default."""
     raise ValueError(f"{name} is not JSON")
+
+
+def nested_deeper_than(value: object, depth: int) -> bool:
+    """Whether lists and objects nest more than `depth` levels deep in a parsed JSON value."""
+    level = [value]
+    for _ in range(depth):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return any(isinstance(item, dict | list) for item in level)
 
 
 def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
@@ -92,9 +108,17 @@ def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
         return None
     try:
         arguments = json.loads(raw.arguments_json, parse_constant=refuse_constant)
-        return ToolCall(id=raw.id, name=raw.name, arguments=arguments)
     except (ValueError, RecursionError):
-        # ValueError covers bad JSON and Pydantic's ValidationError alike.
+        # Bad JSON, NaN or Infinity; or nesting deep enough that this
+        # version of Python's parser gave up before our own bound applied.
+        return None
+    if nested_deeper_than(arguments, MAX_ARGUMENTS_DEPTH):
+        return None
+    try:
+        return ToolCall(id=raw.id, name=raw.name, arguments=arguments)
+    except ValueError:
+        # Pydantic's ValidationError is a ValueError: a bad id or name, or
+        # arguments that are not a JSON object.
         return None
 
 
