@@ -33,8 +33,8 @@ S_SNAPSHOT = BOOK.section("1.2 The snapshot")
 S_REQUEST = BOOK.section("1.3 Composing the request")
 S_SENDING = BOOK.section("1.4 Sending it")
 S_FAILS = BOOK.section("1.9 When a real call fails")
-S_UNIT_A = BOOK.section("1.11 Exercises") + " (Exercise Book 1, Unit A)"
-S_UNIT_B = BOOK.section("1.11 Exercises") + " (Exercise Book 1, Unit B)"
+S_UNIT_A = BOOK.section("1.12 Exercises") + " (Exercise Book 1, Unit A)"
+S_UNIT_B = BOOK.section("1.12 Exercises") + " (Exercise Book 1, Unit B)"
 
 BRIEF_FIELDS = ("sku", "name", "on_hand", "reorder_point")
 FUNCTIONS = (

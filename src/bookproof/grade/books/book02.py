@@ -54,8 +54,8 @@ S_TOOL = BOOK.section("2.6 The tool record")
 S_DISPATCHER = BOOK.section("2.8 The dispatcher and its order of checks")
 S_OWN_SHOP = BOOK.section("2.9 One dispatcher, its own shop")
 S_REFUSALS = BOOK.section("2.10 Refusals, one by one")
-S_UNIT_A = BOOK.section("2.14 Exercises") + " (Exercise Book 2, Unit A)"
-S_UNIT_B = BOOK.section("2.14 Exercises") + " (Exercise Book 2, Unit B)"
+S_UNIT_A = BOOK.section("2.15 Exercises") + " (Exercise Book 2, Unit A)"
+S_UNIT_B = BOOK.section("2.15 Exercises") + " (Exercise Book 2, Unit B)"
 
 MANGO = {"sku": "SKU-MANGO", "name": "Mango", "on_hand": 1, "reorder_point": 5}
 SHOP_TOOLS = list(fx.SHOP_TOOLS)

@@ -42,8 +42,8 @@ S_PARSE = BOOK.section("3.6 Reading a request the model wrote")
 S_LOOP = BOOK.section("3.8 The loop")
 S_PLAN = BOOK.section("3.9 Lucy's morning plan, offline")
 S_FAILURES = BOOK.section("3.10 Failures, one by one")
-S_UNIT_A = BOOK.section("3.13 Exercises") + " (Exercise Book 3, Unit A)"
-S_UNIT_B = BOOK.section("3.13 Exercises") + " (Exercise Book 3, Unit B)"
+S_UNIT_A = BOOK.section("3.14 Exercises") + " (Exercise Book 3, Unit A)"
+S_UNIT_B = BOOK.section("3.14 Exercises") + " (Exercise Book 3, Unit B)"
 
 MALFORMED = fx.refused("malformed_tool_call")
 REPEATED = fx.refused("repeated_refusal")
@@ -389,9 +389,12 @@ def ex1_delivery_recovers(rng: random.Random) -> Trial:
         return "next_move should still reach a final answer within 6 steps."
     if _drafts(run) != _expected_drafts(rows, prices, delivery):
         return "The final drafts should be each product once, at its need after the delivery."
+    # The shop refuses a stale draft inside its handler: the call ran, so it
+    # is executed, and its answer is tool_failed.
+    failed = [o for o in _observations(run) if same(fx.refused("tool_failed"), o)]
     return expect(
-        run["refused"] == [["draft_order", "tool_failed"]] * 2,
-        "Only the two drafts made from the old stock report should have been refused.",
+        len(failed) == 2 and run["refused"] == [],
+        "Only the two drafts made from the old stock report should have failed.",
     )
 
 
@@ -502,9 +505,15 @@ def ex2_repeat_stops(rng: random.Random) -> Trial:
         return "The repeat should end the run with repeated_refusal after 2 steps."
     if not same([[a, fx.refused(code)], [b, REPEATED]], run["answers"]):
         return "The repeat should be answered repeated_refusal under its own id, and not run."
+    # A draft the shop refused ran its handler (executed); an unknown tool never did.
+    first_ran = code == "tool_failed"
+    executed = [name] if first_ran else []
+    refused = [[name, "repeated_refusal"]]
+    if not first_ran:
+        refused.insert(0, [name, code])
     return expect(
-        run["executed"] == [] and run["refused"] == [[name, code], [name, "repeated_refusal"]],
-        "The trajectories should show one refusal by the dispatcher, then the repeat.",
+        run["executed"] == executed and run["refused"] == refused,
+        "The trajectories should show the dispatcher's first answer, then the repeat.",
     )
 
 
@@ -560,8 +569,9 @@ def ex2_not_a_repeat(rng: random.Random) -> Trial:
     if run["stop_reason"] != "final_answer":
         return "No request here repeats a refused one: the run should reach its final answer."
     return expect(
-        run["executed"] == ["draft_order", "list_stock", "list_stock"],
-        "The 6-tub draft and both stock reports should have run.",
+        run["executed"] == ["draft_order", "draft_order", "list_stock", "list_stock"],
+        "Both drafts (the shop refuses the first inside its handler) and both stock "
+        "reports should have run.",
     )
 
 
