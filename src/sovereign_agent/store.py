@@ -35,6 +35,7 @@ from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
 __all__ = [
     "APPLICATION_ID",
     "MIGRATIONS",
+    "MINIMUM_SQLITE",
     "SCHEMA_V1",
     "NewerSchema",
     "NotAStore",
@@ -52,6 +53,7 @@ __all__ = [
     "save_draft",
     "seed_store",
     "set_price",
+    "store_busy_on_timeout",
     "store_quote",
     "supersede_stale_draft",
     "transaction",
@@ -88,27 +90,17 @@ SCHEMA_V1 = (
     # At most one open draft per sku: the database refuses a second one.
     "CREATE UNIQUE INDEX one_open_draft_per_sku ON drafts (sku) WHERE status = 'DRAFT'",
 )
-# Migration N brings a file from version N-1 to N. Append, never edit: a file
-# already at version N has run migration N exactly as it was written.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1,)
 
-# The store's mark in the file header ("LUCY" in ASCII): a database without it
-# belongs to someone else, and the store neither migrates nor writes it.
-APPLICATION_ID = 0x4C554359
-# STRICT tables need SQLite 3.37.0 (2021); an older library could not read the schema.
-MINIMUM_SQLITE = (3, 37, 0)
+
+def whole_number(name: str, value: object) -> int:
+    """An int and nothing else: SQLite would quietly store True as 1 and 6.0 as 6."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return value
 
 
 class StoreError(Exception):
     """A database file the store will not use as it is. Said at once, never repaired by guessing."""
-
-
-class NotAStore(StoreError):
-    """The file is damaged, is not a database, or is another program's database."""
-
-
-class NewerSchema(StoreError):
-    """The file was migrated by newer code than this; running old code on it could lose data."""
 
 
 class StoreBusy(StoreError, TimeoutError):
@@ -144,6 +136,25 @@ def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         if connection.in_transaction:
             connection.execute("ROLLBACK")
         raise
+
+
+# Migration N brings a file from version N-1 to N. Append, never edit: a file
+# already at version N has run migration N exactly as it was written.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1,)
+
+# The store's mark in the file header ("LUCY" in ASCII): a database without it
+# belongs to someone else, and the store neither migrates nor writes it.
+APPLICATION_ID = 0x4C554359
+# STRICT tables need SQLite 3.37.0 (2021); an older library could not read the schema.
+MINIMUM_SQLITE = (3, 37, 0)
+
+
+class NotAStore(StoreError):
+    """The file is damaged, is not a database, or is another program's database."""
+
+
+class NewerSchema(StoreError):
+    """The file was migrated by newer code than this; running old code on it could lose data."""
 
 
 def check_file(connection: sqlite3.Connection, path: str) -> int:
@@ -207,7 +218,7 @@ def open_store(path: str | os.PathLike[str], *, timeout: float = 5.0) -> sqlite3
             # Write-ahead logging lets readers go on while a writer commits. It
             # is a property of the file, set before migration 1 first writes it.
             if connection.execute("PRAGMA journal_mode = WAL").fetchone()[0] != "wal":
-                raise StoreError(f"{name} cannot use write-ahead logging (is it on a local disk?)")
+                raise StoreError(f"{name} cannot use write-ahead logging, which the store needs")
             connection.execute("PRAGMA synchronous = FULL")
             if version < len(MIGRATIONS):
                 migrate(connection)
@@ -215,13 +226,6 @@ def open_store(path: str | os.PathLike[str], *, timeout: float = 5.0) -> sqlite3
         connection.close()
         raise
     return connection
-
-
-def whole_number(name: str, value: object) -> int:
-    """An int and nothing else: SQLite would quietly store True as 1 and 6.0 as 6."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
-    return value
 
 
 def read_products(connection: sqlite3.Connection) -> list[dict[str, Any]]:
