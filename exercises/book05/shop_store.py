@@ -129,7 +129,7 @@ def check_file(connection: sqlite3.Connection, path: str) -> int:
     """The file's schema version, once it is known to be a shop store (or empty)."""
     try:
         damage = [row[0] for row in connection.execute("PRAGMA quick_check")]
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        version: int = connection.execute("PRAGMA user_version").fetchone()[0]
         application_id = connection.execute("PRAGMA application_id").fetchone()[0]
         tables = connection.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
     except sqlite3.OperationalError:
