@@ -330,7 +330,7 @@ def build_store_tools(
     before_write: Callable[[ToolCall], None] | None = None,
 ) -> Dispatcher:
     """Chapter 2's three tools over the store: the same names, schemas and observations."""
-    tools = [
+    tools = (
         ExecutableTool(
             name="list_stock",
             description="Every product with its stock, its target and the tubs needed.",
@@ -349,7 +349,7 @@ def build_store_tools(
             arguments=DraftArguments,
             handler=lambda args: save_draft(connection, args.sku, args.quantity),
         ),
-    ]
+    )
     return Dispatcher(tools, allowed=allowed, before_write=before_write)
 
 
