@@ -29,6 +29,7 @@ CHAPTER_CHECKS = {
     "ch3_malformed",
     "ch3_model_error",
     "ch3_bad_bounds",
+    "ch3_duplicate_call_id",
 }
 UNIT_A = {
     "ex1_no_delivery",

@@ -22,10 +22,14 @@ from bookproof.grade.questions import call
 ROOT = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^\| `([a-z0-9_]+)` \| (\d+) \|", re.MULTILINE)
 MANIFEST = tomllib.loads((ROOT / "book" / "textbook" / "book.toml").read_text(encoding="utf-8"))
+BOOK_MODULES = ROOT / "src" / "bookproof" / "grade" / "books"
+# Every drafted chapter's exercise book that the grader has checks for.
 GRADED = [
     chapter
     for chapter in MANIFEST["chapters"]
-    if chapter["status"] == "drafted" and "exercises" in chapter
+    if chapter["status"] == "drafted"
+    and "exercises" in chapter
+    and (BOOK_MODULES / f"book{int(chapter['number']):02d}.py").is_file()
 ]
 
 

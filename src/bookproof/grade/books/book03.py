@@ -354,6 +354,38 @@ def ch3_model_error(rng: random.Random) -> Trial:
 
 @BOOK.baseline(
     points=1,
+    section=S_IDS,
+    asks="A reply that reuses a call id runs nothing and ends the run with duplicate_call_id.",
+    hint="Before running a turn, check its ids: one used twice in the turn, or already "
+    "answered earlier, makes the reply unreadable; stop with duplicate_call_id.",
+)
+def ch3_duplicate_call_id(rng: random.Random) -> Trial:
+    first, again = fx.call_id(rng), fx.call_id(rng)
+    within = [
+        _reply((again, "list_stock", {}), (again, "supplier", {"sku": fx.VANILLA})),
+        _reply(content="never asked"),
+    ]
+    across = [
+        _reply((first, "list_stock", {})),
+        _reply((first, "draft_order", {"sku": fx.VANILLA, "quantity": 6})),
+        _reply(content="never asked"),
+    ]
+    for replies, steps, executed, answered in (
+        (within, 1, [], []),
+        (across, 2, ["list_stock"], [first]),
+    ):
+        run = _run((yield _scripted(replies, fx.shop_rows(), fx.prices(), 5, 5)))
+        if run is None:
+            return _UNREADABLE
+        if run["stop_reason"] != "duplicate_call_id" or not same(steps, run["steps"]):
+            return "A reply reusing a call id should end the run with duplicate_call_id."
+        if run["executed"] != executed or _ids(run) != answered or run["drafts"] != []:
+            return "Nothing in a reply that reuses a call id may run or be answered."
+    return None
+
+
+@BOOK.baseline(
+    points=1,
     section=S_SETUP,
     asks="Bounds that are not positive ints raise ValueError before the run.",
     hint="0, -1 and True are not valid bounds: run_task must raise ValueError at setup.",
