@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import shutil
 import subprocess
@@ -152,3 +153,55 @@ def test_submission_names_are_unique_suffixes_and_short_when_they_can_be(
         assert folder.as_posix().endswith("/" + name)
         if [other.name for other in folders].count(folder.name) == 1:
             assert name == folder.name
+
+
+def test_the_same_seed_asks_the_same_questions_and_gives_the_same_report(tmp_path: Path) -> None:
+    starter = ROOT / "exercises" / "book03"
+    reports = []
+    for attempt in ("first", "second"):
+        out = tmp_path / f"{attempt}.json"
+        completed = _grade(
+            "--book", "3", str(starter), "--seed", "424242", "--json", str(out), cwd=tmp_path
+        )
+        assert completed.returncode == 0, completed.stderr
+        reports.append(out.read_text(encoding="utf-8"))
+    assert reports[0] == reports[1]
+    assert json.loads(reports[0])["seed"] == 424242
+
+
+def test_a_name_that_looks_like_a_formula_is_inert_in_the_gradebook(tmp_path: Path) -> None:
+    evil = tmp_path / "=1+2"
+    shutil.copytree(SOLUTION, evil, ignore=shutil.ignore_patterns("test_*"))
+    gradebook = tmp_path / "gradebook.csv"
+    completed = _grade("--book", "2", str(evil), "--csv", str(gradebook), cwd=tmp_path)
+    assert completed.returncode == 0, completed.stderr
+    rows = list(csv.reader(gradebook.read_text(encoding="utf-8").splitlines()))
+    assert rows[0][-5:] == ["chapter_baseline", "exercises", "total", "max", "isolation"]
+    assert rows[1][0] == "'=1+2"
+
+
+def test_without_bubblewrap_the_grader_refuses_unless_told_to_accept_less(tmp_path: Path) -> None:
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    refused = subprocess.run(
+        [sys.executable, str(SCRIPT), "--book", "2", str(SOLUTION)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert refused.returncode == 3
+    assert "refusing to grade: bubblewrap is not installed" in refused.stderr
+    assert "--isolation process" in refused.stderr
+    accepted = subprocess.run(
+        [sys.executable, str(SCRIPT), "--book", "2", "--isolation", "process", str(SOLUTION)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert accepted.returncode == 0, accepted.stderr
+    assert "process only" in accepted.stderr

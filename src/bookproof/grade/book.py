@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from bookproof.grade.questions import Question
+from bookproof.grade.questions import Asks
 
 __all__ = [
     "BASELINE",
@@ -53,7 +53,7 @@ EXERCISE: Kind = "exercise"
 
 # A trial yields questions, receives each answer, and returns None (the
 # behaviour holds) or a short reason written for the learner.
-Trial = Generator[Question, Any, "str | None"]
+Trial = Asks["str | None"]
 TrialFunction = Callable[[random.Random], Trial]
 # A faulty version of the reference: given the freshly loaded reference module
 # and this run's random generator, the surface functions it replaces.

@@ -78,7 +78,7 @@ def shop(rows: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
 
 def need(row: Mapping[str, Any]) -> int:
     """The grader's own replenishment need: max(0, target - on hand + reserved)."""
-    return max(0, row["reorder_point"] - row["on_hand"] + row.get("reserved", 0))
+    return max(0, int(row["reorder_point"]) - int(row["on_hand"]) + int(row.get("reserved", 0)))
 
 
 # --- random data, so an answer recorded in one run is useless in the next -------

@@ -149,8 +149,7 @@ def serve(
                 else:
                     raise AttributeError("not offered")
         except Exception as exc:  # the request's failure is the test's business
-            kind = type(exc)
-            names = [n for n in EXCEPTION_NAMES if issubclass(kind, getattr(builtins, n))]
+            names = [n for n in EXCEPTION_NAMES if isinstance(exc, getattr(builtins, n))]
             reply({"status": "raised", "raised": names})
 
 

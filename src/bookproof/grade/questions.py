@@ -15,12 +15,13 @@ keeps between questions of one check.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias, TypeVar
 
 __all__ = [
     "Answer",
+    "Asks",
     "Question",
     "Ref",
     "attrs",
@@ -37,6 +38,13 @@ __all__ = [
     "tool_call",
     "tup",
 ]
+
+
+T = TypeVar("T")
+# A generator that asks questions and ends with a T: a check's trial ends
+# with its verdict; a helper (build a dispatcher, read two messages) with what
+# it made, used in a trial with `yield from`.
+Asks: TypeAlias = Generator["Question", Any, T]
 
 
 @dataclass(frozen=True)

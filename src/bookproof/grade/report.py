@@ -167,10 +167,12 @@ def write_table(out: TextIO, reports: Sequence[SubmissionReport]) -> None:
         width = max(len(report.submission) for report in reports)
         out.write("\n" + "submission".ljust(width) + "  score  baseline  exercises\n")
         for report in reports:
-            base = "{}/{}".format(*report.subtotal(BASELINE))
-            work = "{}/{}".format(*report.subtotal(EXERCISE))
+            base_text = "{}/{}".format(*report.subtotal(BASELINE))
+            work_text = "{}/{}".format(*report.subtotal(EXERCISE))
             score = f"{report.total}/{report.max}"
-            out.write(f"{report.submission.ljust(width)}  {score:<5}  {base:<8}  {work}\n")
+            out.write(
+                f"{report.submission.ljust(width)}  {score:<5}  {base_text:<8}  {work_text}\n"
+            )
 
 
 def gradescope_results(book: Book, report: SubmissionReport, *, seed: int) -> dict[str, Any]:

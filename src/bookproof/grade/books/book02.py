@@ -26,6 +26,7 @@ from typing import Any
 from bookproof.grade import fixtures as fx
 from bookproof.grade.book import JSON, Book, ObjectKind, Surface, Trial
 from bookproof.grade.questions import (
+    Asks,
     Ref,
     attrs,
     call,
@@ -87,10 +88,10 @@ def _mango_shop() -> dict[str, Any]:
     return fx.shop([*fx.shop_rows(), dict(MANGO)])
 
 
-def _dispatcher(shop: dict[str, Any], prices: dict[str, int], **options: Any) -> Trial:
+def _dispatcher(shop: dict[str, Any], prices: dict[str, int], **options: Any) -> Asks[Ref]:
     """Build a dispatcher in the child and hand back its Ref."""
     kept: Ref = yield call("build_tools", shop, prices, keep=True, **options)
-    return kept  # type: ignore[return-value]
+    return kept
 
 
 def _invoke(d: Ref, request: dict[str, Any]) -> Any:
@@ -689,16 +690,12 @@ def ex2_one_need_function(rng: random.Random) -> Trial:
 # --- exercise 3: registered, but forbidden until allowed -------------------------------
 
 
-def _with_probe(rng: random.Random, name: str, value: str, **options: Any) -> Trial:
-    d = yield call(
-        "build_tools",
-        fx.shop(),
-        fx.prices(),
-        extra_tools=tup(probe(name, value)),
-        keep=True,
-        **options,
+def _with_probe(rng: random.Random, name: str, value: str, **options: Any) -> Asks[Ref]:
+    extra = tup(probe(name, value))
+    d: Ref = yield call(
+        "build_tools", fx.shop(), fx.prices(), extra_tools=extra, keep=True, **options
     )
-    return d  # type: ignore[return-value]
+    return d
 
 
 @BOOK.exercise(

@@ -55,7 +55,7 @@ _UNREADABLE = "The door did not return a run summary (did run_task or the door r
 
 def _need(row: Mapping[str, Any]) -> int:
     # Chapter 3's need has no reservations: the grader's own arithmetic.
-    return max(0, row["reorder_point"] - row["on_hand"])
+    return max(0, int(row["reorder_point"]) - int(row["on_hand"]))
 
 
 def _reply(*calls: tuple[str, str, Any], content: str | None = None) -> dict[str, Any]:
@@ -281,7 +281,9 @@ def ch3_step_limit(rng: random.Random) -> Trial:
 )
 def ch3_tool_call_limit(rng: random.Random) -> Trial:
     budget = rng.randint(1, 3)
-    calls = [(fx.call_id(rng), "list_stock", {}) for _ in range(budget + 2)]
+    calls: list[tuple[str, str, Any]] = [
+        (fx.call_id(rng), "list_stock", {}) for _ in range(budget + 2)
+    ]
     replies = [_reply(*calls), _reply(content="never asked")]
     run = _run((yield _scripted(replies, fx.shop_rows(), fx.prices(), 5, budget)))
     if run is None:
