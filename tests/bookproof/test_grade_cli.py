@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -205,3 +208,43 @@ def test_without_bubblewrap_the_grader_refuses_unless_told_to_accept_less(tmp_pa
     )
     assert accepted.returncode == 0, accepted.stderr
     assert "process only" in accepted.stderr
+
+
+def test_an_interrupted_grader_writes_no_report_and_leaves_no_process(tmp_path: Path) -> None:
+    for name in ("spins", "also_spins"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "shop_tools.py").write_text("while True:\n    pass\n")
+    out = tmp_path / "report.json"
+    grader = subprocess.Popen(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--isolation",
+            "process",
+            "--book",
+            "2",
+            "-j",
+            "2",
+            "--timeout",
+            "60",
+            "--json",
+            str(out),
+            str(tmp_path / "spins"),
+            str(tmp_path / "also_spins"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(3)  # both submissions are spinning by now
+    grader.send_signal(signal.SIGTERM)
+    _, stderr = grader.communicate(timeout=60)
+    assert grader.returncode == 130
+    assert "interrupted; no report was written" in stderr
+    assert not out.exists()
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        assert str(tmp_path).encode() not in cmdline
