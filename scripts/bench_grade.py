@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _grade(folders: list[Path], book: int, isolation: str, jobs: int, report: Path) -> float:
     started = time.perf_counter()
-    subprocess.run(
+    completed = subprocess.run(
         [
             sys.executable,
             str(ROOT / "scripts" / "grade_exercises.py"),
@@ -47,9 +47,11 @@ def _grade(folders: list[Path], book: int, isolation: str, jobs: int, report: Pa
         ],
         capture_output=True,
         text=True,
-        check=True,
+        check=False,
     )
     elapsed = time.perf_counter() - started
+    if completed.returncode != 0:
+        raise SystemExit(f"bench: the grader failed ({isolation}, -j {jobs}):\n{completed.stderr}")
     entries = json.loads(report.read_text(encoding="utf-8"))["submissions"]
     short = [e["submission"] for e in entries if e["total"] != e["max"]]
     if short or len(entries) != len(folders):
@@ -69,9 +71,7 @@ def main() -> int:
         folders = []
         for index in range(args.copies):
             folder = Path(tmp) / f"student{index:02d}"
-            shutil.copytree(
-                solution, folder, ignore=shutil.ignore_patterns("__pycache__", "*.md")
-            )
+            shutil.copytree(solution, folder, ignore=shutil.ignore_patterns("__pycache__", "*.md"))
             folders.append(folder)
         report = Path(tmp) / "report.json"
         _grade(folders[:2], args.book, "bubblewrap", 2, report)  # warm the file cache

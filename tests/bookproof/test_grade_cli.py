@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from system_components import require_executable
 
 from bookproof.grade.books import BookError, load_book
 from bookproof.grade.cli import submission_names
@@ -248,3 +249,34 @@ def test_an_interrupted_grader_writes_no_report_and_leaves_no_process(tmp_path: 
         except OSError:
             continue
         assert str(tmp_path).encode() not in cmdline
+
+
+def test_a_sandbox_that_fails_mid_batch_stops_the_grader_instead_of_blaming_a_learner(
+    tmp_path: Path,
+) -> None:
+    real = require_executable("bwrap", install="sudo apt-get install bubblewrap")
+    # Works for the grader's first probe; refuses every sandbox after that,
+    # as a machine out of user namespaces would.
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *harness*) echo "bwrap: Creating new namespace failed" >&2; exit 1;;\n'
+        "esac\n"
+        f'exec {real} "$@"\n'
+    )
+    fake.chmod(0o755)
+    out = tmp_path / "report.json"
+    completed = subprocess.run(
+        [sys.executable, str(SCRIPT), "--book", "2", "--json", str(out), str(SOLUTION)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}"},
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 3
+    assert "the sandbox failed" in completed.stderr
+    assert "Creating new namespace failed" in completed.stderr
+    assert not out.exists()

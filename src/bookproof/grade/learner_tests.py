@@ -33,9 +33,8 @@ from pathlib import Path
 
 import bookproof
 from bookproof.grade.book import Check, LearnerTests
-from bookproof.grade.child.harness import NO_FILTER_STATUS
 from bookproof.grade.sandbox import Isolation, Launch, Limits, exited, start, stop
-from bookproof.grade.session import IsolationFailed, Outcome, Output
+from bookproof.grade.session import Outcome, Output
 
 __all__ = ["ROOT", "grade_tests"]
 
@@ -209,29 +208,36 @@ def _watch(
     variant: Check | None,
     limits: Limits,
 ) -> _Run:
-    output = Output(limits.output_bytes)
+    outputs = {"learner": Output(limits.output_bytes), "oracle": Output(limits.output_bytes)}
     selector = selectors.DefaultSelector()
-    for process in (learner, oracle):
+    for name, process in (("learner", learner), ("oracle", oracle)):
         assert process.stdin is not None and process.stdout is not None
         assert process.stderr is not None
         process.stdin.close()
-        selector.register(process.stdout, selectors.EVENT_READ, "stdout")
-        selector.register(process.stderr, selectors.EVENT_READ, "stderr")
+        selector.register(process.stdout, selectors.EVENT_READ, (name, "stdout"))
+        selector.register(process.stderr, selectors.EVENT_READ, (name, "stderr"))
     deadline = time.monotonic() + limits.tests_timeout
     try:
-        while not exited(learner):
+        # Until the learner's run ends, and the oracle has shown it started
+        # (a run against an oracle that never started proves nothing).
+        while not exited(learner) or not (outputs["oracle"].ready or exited(oracle)):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return _Run(variant, None, "timeout")
             for key, _ in selector.select(timeout=min(remaining, 0.2)):
+                name, stream = key.data
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
                     selector.unregister(key.fileobj)
-                elif not output.take(chunk, key.data):
+                elif not outputs[name].take(chunk, stream) and name == "learner":
                     return _Run(variant, None, "flood")
     finally:
         selector.close()
     status = learner.wait()
-    if status == NO_FILTER_STATUS or (exited(oracle) and oracle.wait() == NO_FILTER_STATUS):
-        raise IsolationFailed("a sandboxed process could not forbid new processes")
+    for name, process in (("learner", learner), ("oracle", oracle)):
+        if exited(process):
+            outputs[name].drain(process.stdout, "stdout")
+            outputs[name].drain(process.stderr, "stderr")
+            if not outputs[name].ready:
+                raise outputs[name].never_started(process)
     return _Run(variant, status)

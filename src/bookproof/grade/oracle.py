@@ -31,8 +31,8 @@ from typing import Any
 
 from bookproof.grade.book import JSON, Book, Check, LearnerTests, book_of
 from bookproof.grade.child.encoding import FrameError, decode_json, make_encoder
-from bookproof.grade.child.harness import EXCEPTION_NAMES, NO_FILTER_STATUS
-from bookproof.grade.child.limits import apply, forbid_new_processes
+from bookproof.grade.child.harness import EXCEPTION_NAMES
+from bookproof.grade.child.limits import start_up
 
 __all__ = ["main", "serve"]
 
@@ -155,9 +155,7 @@ def serve(
 
 def main() -> None:
     config = json.loads(sys.argv[1])
-    apply(config["limits"])
-    if not forbid_new_processes() and config["require_filter"]:
-        os._exit(NO_FILTER_STATUS)
+    start_up(config["limits"], require_filter=config["require_filter"])
     book = book_of(importlib.import_module(f"bookproof.grade.books.book{config['book']:02d}"))
     (group,) = [g for g in book.groups() if g.file == config["file"]]
     variant = next((c for c in group.checks if c.id == config["variant"]), None)

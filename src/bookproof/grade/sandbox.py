@@ -202,8 +202,11 @@ def start(isolation: Isolation, launch: Launch, scratch: Path) -> subprocess.Pop
     return process
 
 
-def stop(process: subprocess.Popen[bytes]) -> None:
+def stop(process: subprocess.Popen[bytes], *, close_streams: bool = True) -> None:
     """Kill the process and everything it started, and reap it. Safe to call twice.
+
+    With `close_streams=False` its pipes stay open, for the caller to read what
+    it left in them before closing them.
 
     In a bubblewrap sandbox, killing bwrap kills the sandbox's PID namespace
     (`--die-with-parent` all the way down); in process mode, its session's group.
@@ -217,6 +220,8 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     process.wait()
     with _LIVE_LOCK:
         _LIVE.discard(process)
+    if not close_streams:
+        return
     for stream in (process.stdin, process.stdout, process.stderr):
         if stream is not None:
             with contextlib.suppress(OSError):

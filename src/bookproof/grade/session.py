@@ -21,13 +21,15 @@ import os
 import selectors
 import shutil
 import signal
+import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
 from bookproof.grade.child.encoding import FrameError, decode_json, make_encoder
-from bookproof.grade.child.harness import EXCEPTION_NAMES, NO_FILTER_STATUS
+from bookproof.grade.child.harness import EXCEPTION_NAMES
+from bookproof.grade.child.limits import READY
 from bookproof.grade.questions import Answer
 from bookproof.grade.sandbox import Isolation, Launch, Limits, start, stop
 
@@ -71,23 +73,56 @@ def exception_name(names: frozenset[str]) -> str:
 
 
 class Output:
-    """stdout and stderr of a child: drained so it never blocks, counted, never shown."""
+    """stdout and stderr of a child: drained so it never blocks, counted, never shown.
+
+    Only two things are read from it: whether stdout began with the ready
+    line every sandboxed process writes once its limits hold (`READY`), and
+    the end of stderr, to tell a death by lack of memory from another crash.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.seen = 0
-        self.tail = b""  # the end of stderr, only to recognise a death by lack of memory
+        self.head = b""
+        self.tail = b""
+
+    @property
+    def ready(self) -> bool:
+        return self.head.startswith(READY)
 
     def take(self, data: bytes, stream: str) -> bool:
         """Count `data`; False once the child has printed more than the limit."""
         self.seen += len(data)
-        if stream == "stderr":
+        if stream == "stdout" and len(self.head) < len(READY):
+            self.head += data[: len(READY) - len(self.head)]
+        elif stream == "stderr":
             self.tail = (self.tail + data)[-4096:]
         return self.seen <= self.limit
+
+    def drain(self, stream: IO[bytes] | None, name: str) -> None:
+        """Read what a dead child left in a pipe (up to the limit), to judge it whole."""
+        if stream is None:
+            return
+        with contextlib.suppress(OSError, ValueError):
+            os.set_blocking(stream.fileno(), False)
+            while self.seen <= self.limit:
+                chunk = os.read(stream.fileno(), 65536)
+                if not chunk:
+                    return
+                self.take(chunk, name)
 
     def looks_out_of_memory(self) -> bool:
         # Allocation failures inside compiled code abort instead of raising MemoryError.
         return b"MemoryError" in self.tail or b"memory allocation of" in self.tail
+
+    def never_started(self, process: subprocess.Popen[bytes]) -> IsolationFailed:
+        """The error for a sandboxed process that ended before its ready line."""
+        first = self.tail.decode("utf-8", "replace").strip().splitlines()[:1]
+        detail = f": {first[0]}" if first else ""
+        return IsolationFailed(
+            f"a sandboxed process ended before it started ({exit_text(process.returncode)})"
+            + detail
+        )
 
 
 def exit_text(code: int | None) -> str:
@@ -186,6 +221,13 @@ class Session:
             self.close()
             raise ChildGone("crashed", _GARBLED) from None
 
+    def _stop_and_drain(self) -> None:
+        if self._closed:
+            return
+        stop(self._process, close_streams=False)
+        self._output.drain(self._process.stdout, "stdout")
+        self._output.drain(self._process.stderr, "stderr")
+
     def close(self) -> None:
         if self._closed:
             return
@@ -259,7 +301,10 @@ class Session:
 
     def _gone(self, how: str) -> None:
         process = self._process
+        self._stop_and_drain()
         self.close()
+        if how == "ended" and not self._output.ready:
+            raise self._output.never_started(process)
         if how == "timeout":
             raise ChildGone(
                 "timeout", f"Did not finish within {self.limits.timeout:g} s (an endless loop?)."
@@ -270,8 +315,6 @@ class Session:
             )
         if how == "garbled":
             raise ChildGone("crashed", _GARBLED)
-        if process.returncode == NO_FILTER_STATUS:
-            raise IsolationFailed("a sandboxed process could not forbid new processes")
         if self._output.looks_out_of_memory():
             raise ChildGone("out of memory", "Ran out of memory during this check.")
         raise ChildGone(

@@ -28,9 +28,9 @@ import sys
 from typing import Any
 
 from .encoding import make_encoder
-from .limits import apply, forbid_new_processes
+from .limits import start_up
 
-__all__ = ["EXCEPTION_NAMES", "NO_FILTER_STATUS", "main"]
+__all__ = ["EXCEPTION_NAMES", "main"]
 
 # The only exception names that may travel back: builtin classes, matched by
 # identity, so a submission's own class called "secret-token-..." reports as
@@ -54,10 +54,6 @@ EXCEPTION_NAMES = (
     "KeyboardInterrupt",
     "Exception",
 )
-
-# The exit status that tells the grader this process could not forbid new
-# processes although the sandbox requires it: an isolation failure, not a grade.
-NO_FILTER_STATUS = 86
 
 
 def main() -> None:
@@ -84,9 +80,7 @@ def main() -> None:
     config = loads(sys.argv[1])
     questions: int = config["questions"]
     answers: int = config["answers"]
-    apply(config["limits"])
-    if not forbid_new_processes() and config["require_filter"]:
-        exit_now(NO_FILTER_STATUS)
+    start_up(config["limits"], require_filter=config["require_filter"])
     # The submission gets an empty stdin: questions come only on their own pipe.
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)

@@ -18,12 +18,19 @@ The operating-system sandbox adds what a process cannot do for itself
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
 import resource
 import struct
 from collections.abc import Mapping
 
-__all__ = ["KINDS", "apply", "forbid_new_processes"]
+__all__ = ["KINDS", "READY", "apply", "forbid_new_processes", "start_up"]
+
+# The first bytes every sandboxed process of the grader's writes on its
+# stdout, once its limits hold: no learner code can run before them, so a
+# process that ends without them never started, which is the machine's
+# fault (bubblewrap refused, the interpreter failed), never a learner's.
+READY = b"gradechild: limits set\n"
 
 # Which rlimit each key of the limits mapping sets.
 KINDS: Mapping[str, int] = {
@@ -132,3 +139,12 @@ def forbid_new_processes() -> bool:
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return False
     return bool(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0)
+
+
+def start_up(limits: Mapping[str, int], *, require_filter: bool) -> None:
+    """Limits, the process filter, then the ready line; exit at once if the filter is required
+    and cannot be installed (the parent then sees a process that never started)."""
+    apply(limits)
+    if not forbid_new_processes() and require_filter:
+        os._exit(1)
+    os.write(1, READY)

@@ -12,8 +12,7 @@ import json
 import os
 import sys
 
-from .harness import NO_FILTER_STATUS
-from .limits import apply, forbid_new_processes
+from .limits import start_up
 from .stand_in import connect
 
 __all__ = ["main"]
@@ -21,9 +20,7 @@ __all__ = ["main"]
 
 def main() -> None:
     config = json.loads(sys.argv[1])
-    apply(config["limits"])
-    if not forbid_new_processes() and config["require_filter"]:
-        os._exit(NO_FILTER_STATUS)
+    start_up(config["limits"], require_filter=config["require_filter"])
     connect(config["channel"])
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
