@@ -24,6 +24,7 @@ from types import FrameType
 from bookproof.grade.book import Book, BookError
 from bookproof.grade.books import load_book
 from bookproof.grade.intake import printable
+from bookproof.grade.learner_tests import close_oracles
 from bookproof.grade.report import write_csv, write_gradescope, write_json, write_table
 from bookproof.grade.runner import SubmissionReport, grade_submission
 from bookproof.grade.sandbox import Isolation, Limits, bubblewrap_problem, describe, stop_everything
@@ -190,6 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"grade-exercises: the sandbox failed ({exc}); no report was written", file=sys.stderr
         )
         return NO_ISOLATION
+    close_oracles()
     # Every child is gone by now: write each output once, whole.
     write_table(sys.stdout, reports)
     if args.json is not None:

@@ -2,10 +2,11 @@
 
 For one test file the grader makes a list of runs: the reference solution
 `reference_runs` times and each declared faulty version once, shuffled with
-this run's seed. Each run is two sandboxes joined by a socket pair: in one,
-pytest runs the learner's file over a fresh copy of their folder in which the
-book's module is a stand-in (`gradechild.stand_in`); in the other, the oracle
-(`bookproof.grade.oracle`) serves the reference or that faulty version. The
+this run's seed. Each run is a socket pair between two sandboxes: in a fresh
+one, pytest runs the learner's file over a fresh copy of their folder in
+which the book's module is a stand-in (`gradechild.stand_in`); in the
+oracle's (`bookproof.grade.oracle`, one per test file for the batch), a
+server forked for this run serves the reference or that faulty version. The
 learner's process never holds the code under test, so a test can tell the
 versions apart by behaviour only; the runs share nothing (fresh copies, fresh
 /tmp), so a test cannot learn which run it is in.
@@ -19,13 +20,18 @@ passes all the reference runs.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import json
 import os
 import random
+import select
 import selectors
 import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,9 +40,9 @@ from pathlib import Path
 import bookproof
 from bookproof.grade.book import Check, LearnerTests
 from bookproof.grade.sandbox import Isolation, Launch, Limits, exited, start, stop
-from bookproof.grade.session import Outcome, Output
+from bookproof.grade.session import IsolationFailed, Outcome, Output
 
-__all__ = ["ROOT", "grade_tests"]
+__all__ = ["ROOT", "close_oracles", "grade_tests"]
 
 # The repository (or autograder) root: the reference solutions live under it.
 ROOT = Path(bookproof.__file__).resolve().parents[2]
@@ -132,6 +138,117 @@ def _reference_problem(group: LearnerTests, runs: Sequence[_Run], limits: Limits
     )
 
 
+class _Oracle:
+    """One oracle sandbox for one learner-test file: it forks a server for each run sent to it."""
+
+    def __init__(self, group: LearnerTests, isolation: Isolation, limits: Limits) -> None:
+        self.group = group
+        self._scratch = Path(tempfile.mkdtemp(prefix="bookproof-oracle-"))
+        self._control, theirs = socket.socketpair()
+        reference = group.book.reference(ROOT)
+        config = {
+            "book": group.book.number,
+            "file": group.file,
+            "reference": f"{{workdir}}/{reference.name}",
+            "control": theirs.fileno(),
+            # The oracle lives for the batch; each server it forks gets its own clock.
+            "limits": limits.for_child(24 * 3600),
+            "require_filter": isolation is Isolation.BUBBLEWRAP,
+        }
+        try:
+            self._process = start(
+                isolation,
+                Launch(
+                    _ORACLE_BOOT,
+                    config,
+                    reference.parent,
+                    (theirs.fileno(),),
+                    extra={"src": _SOURCE},
+                ),
+                self._scratch,
+            )
+        finally:
+            theirs.close()
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        self._output = Output(limits.output_bytes)
+        self._wait_until_ready(limits.tests_timeout)
+        # Its tracebacks, if a request breaks the code under test, must never block it.
+        threading.Thread(target=self._discard_output, daemon=True).start()
+
+    def _wait_until_ready(self, timeout: float) -> None:
+        assert self._process.stdout is not None
+        deadline = time.monotonic() + timeout
+        stdout = self._process.stdout.fileno()
+        while not self._output.ready:
+            if exited(self._process) or time.monotonic() > deadline:
+                stop(self._process, close_streams=False)
+                self._output.drain(self._process.stdout, "stdout")
+                self._output.drain(self._process.stderr, "stderr")
+                if not self._output.ready:
+                    raise self._output.never_started(self._process)
+                break
+            readable, _, _ = select.select([stdout], [], [], 0.2)
+            if readable:
+                chunk = os.read(stdout, 4096)
+                if chunk:
+                    self._output.take(chunk, "stdout")
+
+    def _discard_output(self) -> None:
+        streams = [s for s in (self._process.stdout, self._process.stderr) if s is not None]
+        with contextlib.suppress(OSError, ValueError):
+            while streams:
+                readable, _, _ = select.select(streams, [], [], 1.0)
+                for stream in readable:
+                    if not os.read(stream.fileno(), 65536):
+                        streams.remove(stream)
+
+    def serve(
+        self, channel: socket.socket, variant: Check | None, seed: str, timeout: float
+    ) -> None:
+        """Have the oracle fork a server for one run, on the oracle's end of that run's socket."""
+        run = {
+            "variant": None if variant is None else variant.id,
+            "seed": f"{seed}:{self.group.file}:{'reference' if variant is None else variant.id}",
+            "timeout": timeout,
+        }
+        try:
+            socket.send_fds(self._control, [json.dumps(run).encode()], [channel.fileno()])
+        except OSError as exc:
+            raise IsolationFailed(f"the oracle for {self.group.file} stopped ({exc})") from None
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._control.close()
+        stop(self._process)
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+# One oracle per learner-test file, isolation mode and limits, for the whole batch.
+_ORACLES: dict[tuple[str, int, str, Limits], _Oracle] = {}
+_ORACLES_LOCK = threading.Lock()
+
+
+def _oracle(group: LearnerTests, isolation: Isolation, limits: Limits) -> _Oracle:
+    key = (isolation.value, group.book.number, group.file, limits)
+    with _ORACLES_LOCK:
+        if key not in _ORACLES:
+            _ORACLES[key] = _Oracle(group, isolation, limits)
+        return _ORACLES[key]
+
+
+def close_oracles() -> None:
+    """Stop every oracle; the grader calls it once the batch is graded."""
+    with _ORACLES_LOCK:
+        oracles = list(_ORACLES.values())
+        _ORACLES.clear()
+    for oracle in oracles:
+        oracle.close()
+
+
+atexit.register(close_oracles)
+
+
 def _run(
     group: LearnerTests,
     copy: Path,
@@ -142,7 +259,7 @@ def _run(
 ) -> _Run:
     scratch = Path(tempfile.mkdtemp(prefix="bookproof-tests-"))
     ours, theirs = socket.socketpair()
-    learner = oracle = None
+    learner = None
     try:
         folder = scratch / "submission"
         shutil.copytree(copy, folder)
@@ -152,30 +269,9 @@ def _run(
             _STAND_IN.format(surface=repr(group.surface.describe())), encoding="utf-8"
         )
         os.chmod(stand_in, 0o644)
-        (scratch / "oracle").mkdir()
         (scratch / "learner").mkdir()
-        reference = group.book.reference(ROOT)
-        oracle_config = {
-            "book": group.book.number,
-            "file": group.file,
-            "variant": None if variant is None else variant.id,
-            "seed": f"{seed}:{group.file}:{'reference' if variant is None else variant.id}",
-            "reference": f"{{workdir}}/{reference.name}",
-            "channel": ours.fileno(),
-            "limits": limits.for_child(limits.tests_timeout),
-            "require_filter": isolation is Isolation.BUBBLEWRAP,
-        }
-        oracle = start(
-            isolation,
-            Launch(
-                _ORACLE_BOOT,
-                oracle_config,
-                reference.parent,
-                (ours.fileno(),),
-                extra={"src": _SOURCE},
-            ),
-            scratch / "oracle",
-        )
+        _oracle(group, isolation, limits).serve(ours, variant, seed, limits.tests_timeout)
+        ours.close()
         learner_config = {
             "workdir": "{workdir}",
             "file": group.file,
@@ -190,54 +286,41 @@ def _run(
             ),
             scratch / "learner",
         )
-        ours.close()
         theirs.close()
-        return _watch(learner, oracle, variant, limits)
+        return _watch(learner, variant, limits)
     finally:
         ours.close()
         theirs.close()
-        for process in (learner, oracle):
-            if process is not None:
-                stop(process)
+        if learner is not None:
+            stop(learner)
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _watch(
-    learner: subprocess.Popen[bytes],
-    oracle: subprocess.Popen[bytes],
-    variant: Check | None,
-    limits: Limits,
-) -> _Run:
-    outputs = {"learner": Output(limits.output_bytes), "oracle": Output(limits.output_bytes)}
+def _watch(learner: subprocess.Popen[bytes], variant: Check | None, limits: Limits) -> _Run:
+    output = Output(limits.output_bytes)
+    assert learner.stdin is not None and learner.stdout is not None
+    assert learner.stderr is not None
+    learner.stdin.close()
     selector = selectors.DefaultSelector()
-    for name, process in (("learner", learner), ("oracle", oracle)):
-        assert process.stdin is not None and process.stdout is not None
-        assert process.stderr is not None
-        process.stdin.close()
-        selector.register(process.stdout, selectors.EVENT_READ, (name, "stdout"))
-        selector.register(process.stderr, selectors.EVENT_READ, (name, "stderr"))
+    selector.register(learner.stdout, selectors.EVENT_READ, "stdout")
+    selector.register(learner.stderr, selectors.EVENT_READ, "stderr")
     deadline = time.monotonic() + limits.tests_timeout
     try:
-        # Until the learner's run ends, and the oracle has shown it started
-        # (a run against an oracle that never started proves nothing).
-        while not exited(learner) or not (outputs["oracle"].ready or exited(oracle)):
+        while not exited(learner):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return _Run(variant, None, "timeout")
             for key, _ in selector.select(timeout=min(remaining, 0.2)):
-                name, stream = key.data
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
                     selector.unregister(key.fileobj)
-                elif not outputs[name].take(chunk, stream) and name == "learner":
+                elif not output.take(chunk, key.data):
                     return _Run(variant, None, "flood")
     finally:
         selector.close()
     status = learner.wait()
-    for name, process in (("learner", learner), ("oracle", oracle)):
-        if exited(process):
-            outputs[name].drain(process.stdout, "stdout")
-            outputs[name].drain(process.stderr, "stderr")
-            if not outputs[name].ready:
-                raise outputs[name].never_started(process)
+    output.drain(learner.stdout, "stdout")
+    output.drain(learner.stderr, "stderr")
+    if not output.ready:
+        raise output.never_started(learner)
     return _Run(variant, status)

@@ -1,8 +1,11 @@
 """The other end of a stand-in: the reference solution, or one faulty version of it, serving calls.
 
-Runs in its own sandbox during one run of a learner's tests. It loads the
-reference module fresh from its file, applies the faulty version this run
-was given (or none), and answers the stand-in's requests, one JSON line each:
+Runs in its own sandbox, one per learner-test file and batch. It loads the
+book and the reference module once, then, for each run of a learner's tests,
+receives one end of that run's socket from the grader and forks a server:
+the fork applies the faulty version the run was given (or none) to its own
+copy of the reference, forbids new processes, and answers the stand-in's
+requests, one JSON line each:
 call a surface function, call a declared method or read a declared field of
 an object it keeps, or send the surface's constants. Results the surface
 declares as plain data travel as strict JSON; declared objects stay here and
@@ -12,7 +15,9 @@ see only these answers, so which version answers can be told only by
 behaviour.
 
 It runs no learner code; it reads the learner's requests under the same
-strict decoder the grader uses, in a sandbox under the same limits.
+strict decoder the grader uses, in a sandbox under the same limits. A fork
+shares nothing with the next one: each starts from the state the oracle had
+before any run, and ends with its run.
 """
 
 from __future__ import annotations
@@ -23,8 +28,11 @@ import importlib.util
 import json
 import os
 import random
+import signal
 import socket
 import sys
+import tempfile
+import traceback
 from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
@@ -32,7 +40,7 @@ from typing import Any
 from bookproof.grade.book import JSON, Book, Check, LearnerTests, book_of
 from bookproof.grade.child.encoding import FrameError, decode_json, make_encoder
 from bookproof.grade.child.harness import EXCEPTION_NAMES
-from bookproof.grade.child.limits import start_up
+from bookproof.grade.child.limits import forbid_new_processes, start_up
 
 __all__ = ["main", "serve"]
 
@@ -154,15 +162,67 @@ def serve(
 
 
 def main() -> None:
+    """Load the book and the reference once, then fork one server per run the grader sends."""
     config = json.loads(sys.argv[1])
-    start_up(config["limits"], require_filter=config["require_filter"])
+    # The oracle itself may fork (that is its job); each server it forks
+    # forbids new processes before it reads a single request.
+    start_up(config["limits"], require_filter=False, forbid_processes=False)
     book = book_of(importlib.import_module(f"bookproof.grade.books.book{config['book']:02d}"))
     (group,) = [g for g in book.groups() if g.file == config["file"]]
-    variant = next((c for c in group.checks if c.id == config["variant"]), None)
     reference = load_reference(book, config["reference"])
-    rng = random.Random(config["seed"])
-    functions = implementation(group, reference, variant, rng)
     constants = {name: getattr(reference, name) for name in group.surface.constants}
-    with socket.socket(fileno=config["channel"]) as sock:
-        serve(sock, group, functions, constants)
+    with socket.socket(fileno=config["control"]) as control:
+        while True:
+            _reap()
+            message, fds, _, _ = socket.recv_fds(control, 65536, 1)
+            if not message:
+                os._exit(0)
+            if len(fds) != 1:
+                for fd in fds:
+                    os.close(fd)
+                continue
+            run = json.loads(message)
+            if os.fork() == 0:
+                control.close()
+                _serve_one(run, fds[0], group, reference, constants, config["require_filter"])
+            os.close(fds[0])
+
+
+def _serve_one(
+    run: Mapping[str, Any],
+    fd: int,
+    group: LearnerTests,
+    reference: ModuleType,
+    constants: Mapping[str, Any],
+    require_filter: bool,
+) -> None:
+    """In a fresh fork: one run's implementation on one socket, then exit."""
+    try:
+        # However a run ends, this server does not outlive it by much.
+        signal.alarm(max(1, int(run["timeout"])))
+        if not forbid_new_processes() and require_filter:
+            os._exit(1)
+        # A folder of its own, in case the code under test writes files.
+        os.chdir(tempfile.mkdtemp(prefix="run-"))
+        variant = next((c for c in group.checks if c.id == run["variant"]), None)
+        functions = implementation(group, reference, variant, random.Random(run["seed"]))
+        with socket.socket(fileno=fd) as sock:
+            serve(sock, group, functions, constants)
+    except BaseException:
+        # A defect of ours: said on stderr (the grader's to read), and the run
+        # then sees a closed socket, never a made-up answer.
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
     os._exit(0)
+
+
+def _reap() -> None:
+    # Servers that finished: collected so that they do not linger as zombies.
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return

@@ -141,10 +141,16 @@ def forbid_new_processes() -> bool:
     return bool(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0)
 
 
-def start_up(limits: Mapping[str, int], *, require_filter: bool) -> None:
+def start_up(
+    limits: Mapping[str, int], *, require_filter: bool, forbid_processes: bool = True
+) -> None:
     """Limits, the process filter, then the ready line; exit at once if the filter is required
-    and cannot be installed (the parent then sees a process that never started)."""
+    and cannot be installed (the parent then sees a process that never started).
+
+    Only the oracle, which runs no learner code and forks one server per
+    run, starts without the filter; each server installs it for itself.
+    """
     apply(limits)
-    if not forbid_new_processes() and require_filter:
+    if forbid_processes and not forbid_new_processes() and require_filter:
         os._exit(1)
     os.write(1, READY)
