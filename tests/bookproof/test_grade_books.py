@@ -9,7 +9,9 @@ name a heading the chapter really has.
 
 from __future__ import annotations
 
+import random
 import re
+import textwrap
 import tomllib
 from pathlib import Path
 
@@ -113,3 +115,25 @@ def test_points_must_be_a_positive_int(points: object) -> None:
 def test_kinds_are_chapter_baseline_or_exercise() -> None:
     kinds = {check.kind for chapter in GRADED for check in _book(chapter).checks}
     assert kinds == {BASELINE, EXERCISE}
+
+
+def test_the_worked_example_in_the_package_docstring_declares_a_book_that_runs() -> None:
+    import bookproof.grade
+    from bookproof.grade.questions import Question
+
+    doc = bookproof.grade.__doc__ or ""
+    blocks = re.findall(r"::\n\n((?:    .*\n|\n)+)", doc)
+    assert len(blocks) == 2
+    code = "\n".join(textwrap.dedent(block) for block in blocks)
+    namespace: dict[str, object] = {}
+    exec(compile(code, "bookproof.grade docstring", "exec"), namespace)
+    book = namespace["BOOK"]
+    assert isinstance(book, Book)
+    assert [check.id for check in book.checks] == [
+        "ch6_stock_report",
+        "ex1_incoming",
+        "ex2_tests_catch_incoming_twice",
+    ]
+    for check in book.checks:
+        if check.trial is not None:
+            assert isinstance(next(check.trial(random.Random(0))), Question)

@@ -54,6 +54,43 @@ answer recorded in one run is useless in the next::
         need = yield call("replenishment_need", {**fx.shop_rows()[0], "incoming": 4})
         return expect(same(2, need), "Vanilla with 4 incoming needs 2 tubs.")
 
+Where the chapter's code already has the behaviour an exercise asks for, the
+learner's tests are the deliverable; declare the file, what those tests may
+use of the module (a `Surface`: names that pass only plain values), and each
+faulty version of the reference they should catch. A faulty version gets the
+freshly loaded reference module and this run's random generator, and returns
+the surface functions it replaces::
+
+    from bookproof.grade.book import JSON, ObjectKind, Surface
+
+    COUNT_TESTS = BOOK.learner_tests(
+        exercise=2,
+        file="test_book06_count.py",
+        section=BOOK.section("6.9 Exercises") + " (Exercise Book 6, Unit B)",
+        surface=Surface(
+            functions={"build_tools": "Dispatcher", "ToolCall": "ToolCall"},
+            objects={
+                "Dispatcher": ObjectKind(methods={"invoke": JSON}),
+                "ToolCall": ObjectKind(fields=("id", "name", "arguments")),
+            },
+            constants=("SHOP",),
+        ),
+    )
+
+    @COUNT_TESTS.catches(points=1, behaviour="counts incoming tubs twice")
+    def ex2_tests_catch_incoming_twice(reference, rng):
+        def build_tools(shop, prices, **options):
+            rows = [{**row, "incoming": 2 * row.get("incoming", 0)} for row in shop["products"]]
+            return reference.build_tools({**shop, "products": rows}, prices, **options)
+
+        return {"build_tools": build_tools}
+
+The check's id is the function's name; its feedback says "Add a test to
+test_book06_count.py that fails for a store_tools that counts incoming tubs
+twice". The tests must pass in every run against the reference to earn
+anything, so a suite that asserts nothing, or passes by chance, earns
+nothing (`learner_tests` says how the runs are made).
+
 The rules, which the grader and the test suite hold every book to:
 
 - The untouched starter earns no exercise point. A check that only guards an
@@ -83,5 +120,5 @@ Modules: `book` (the declarations), `questions` (what a check can ask),
 `fixtures` (the shared shop), `books` (one module per book), `runner` (one
 submission), `session` and `child` (the conversation with the sandbox),
 `learner_tests` and `oracle` (grading a learner's tests), `intake` (copying a
-folder safely), `sandbox`, `report`, `cli`.
+folder safely), `sandbox`, `report`, `gradescope`, `cli`.
 """

@@ -84,16 +84,22 @@ def grade_tests(
         return {check.id: ("error", missing) for check in group.checks}
     plan: list[Check | None] = [None] * group.reference_runs + list(group.checks)
     random.Random(f"{seed}:{group.file}:order").shuffle(plan)
-    runs = [_run(group, copy, variant, isolation, limits, seed) for variant in plan]
+    runs: list[_Run] = []
+    for variant in plan:
+        runs.append(_run(group, copy, variant, isolation, limits, seed))
+        if variant is None and runs[-1].status != 0:
+            # One failed run against the reference decides every check of the
+            # file: the runs left could change nothing, only cost time.
+            break
     reference = [run for run in runs if run.variant is None]
     problem = _reference_problem(group, reference, limits)
+    if problem is not None:
+        return {check.id: ("failed", problem) for check in group.checks}
     verdicts: dict[str, tuple[Outcome, str]] = {}
     for run in runs:
         if run.variant is None:
             continue
-        if problem is not None:
-            verdicts[run.variant.id] = ("failed", problem)
-        elif run.status == 1:
+        if run.status == 1:
             verdicts[run.variant.id] = ("passed", "")
         elif run.fate == "timeout":
             verdicts[run.variant.id] = (
@@ -116,7 +122,7 @@ def _reference_problem(group: LearnerTests, runs: Sequence[_Run], limits: Limits
             f"Your tests passed against a correct {module} in some runs and not in others: "
             "a test that depends on chance proves nothing."
         )
-    first = runs[0]
+    first = next(run for run in runs if run.status != 0)
     if first.fate == "timeout":
         return (
             f"Against a correct {module} your tests did not finish within "
