@@ -12,15 +12,19 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "verify_book_assets_v2.py"
 
 # Runs the script as `python SCRIPT ...` would, then records the verifier
-# process's own peak memory (not its children's) in the file named first.
+# process's own peak memory in the file named first: VmHWM, the high-water
+# mark of this program's memory (getrusage would also count the memory of the
+# test process it was forked from, which Linux carries across exec).
 _MEASURED = """\
-import resource, runpy, sys
+import runpy, sys
 report, sys.argv = sys.argv[1], sys.argv[2:]
 try:
     runpy.run_path(sys.argv[0], run_name="__main__")
 finally:
-    with open(report, "w") as peak:
-        peak.write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+    with open("/proc/self/status") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(report, "w") as written:
+        written.write(peak)
 """
 
 
