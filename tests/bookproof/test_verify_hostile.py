@@ -69,7 +69,7 @@ def failures(chapter: dict[str, Any]) -> list[tuple[int, str]]:
 
 def test_writing_to_every_descriptor_is_caught_at_its_listing(tmp_path: Path) -> None:
     chapter, _ = run_next_to_a_good_chapter(tmp_path, HOSTILE / "every_descriptor.md")
-    assert failures(chapter) == [(6, "crash"), (31, "not-run")]
+    assert failures(chapter) == [(6, "crash"), (30, "not-run")]
     assert "wrote to the verifier's private channel" in chapter["failures"][0]["message"]
 
 

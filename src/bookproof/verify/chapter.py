@@ -52,10 +52,6 @@ class Fence:
     markup: str
     raises: str | None = None
 
-    @property
-    def first_content_line(self) -> int:
-        return self.line + 1
-
 
 @dataclass(frozen=True)
 class Listing:

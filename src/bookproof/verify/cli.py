@@ -1,4 +1,4 @@
-"""`verify-book`: the command line of the book verifier.
+"""`verify-book`, the command line of the book verifier (`scripts/verify_book_assets_v2.py`).
 
 Exit status: 0 when everything verified holds, 1 when anything failed,
 2 for a usage error (unknown flag, missing file, malformed manifest or

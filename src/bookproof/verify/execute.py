@@ -19,7 +19,7 @@ import select
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -74,7 +74,6 @@ class ListingRun:
     exception: dict[str, Any] | None = None
     syntax_error: dict[str, Any] | None = None
     flooded: bool = False  # printed so much that the worker's file-size limit stopped it
-    seconds: float = 0.0
     started: float = 0.0  # seconds since boot, to trace a leftover process to its listing
 
     @property
@@ -106,7 +105,6 @@ class ProcessRun:
     timed_out: bool = False
     stdout_bytes: int = 0
     seconds: float = 0.0
-    command: tuple[str, ...] = field(default=())
     leftovers: tuple[Leftover, ...] = ()
 
     @property
@@ -202,7 +200,6 @@ def _error_record(value: object) -> dict[str, Any] | None:
     line = value.get("line")
     return {
         "type": _text(value.get("type")),
-        "qualname": _text(value.get("qualname", "")),
         "message": _text(value.get("message")),
         "frames": _frame_list(value.get("frames", [])),
         "line": None if line is None else _number(line, int),
@@ -219,7 +216,6 @@ def _listing_run(message: dict[str, Any], index: int) -> ListingRun:
         exception=_error_record(message.get("exception")),
         syntax_error=_error_record(message.get("syntax_error")),
         flooded=_flag(message.get("flooded")),
-        seconds=float(_number(message.get("seconds"), float)),
         started=float(_number(message.get("started"), float)),
     )
 
@@ -380,7 +376,6 @@ def _run_process(command: list[str], timeout: float) -> ProcessRun:
         timed_out=timed_out,
         stdout_bytes=stdout.total,
         seconds=time.perf_counter() - began,
-        command=tuple(command),
         leftovers=leftovers,
     )
 

@@ -34,7 +34,6 @@ from _ast import PyCF_ALLOW_TOP_LEVEL_AWAIT
 from hashlib import blake2b
 from marshal import dumps
 from os import SEEK_SET, _exit, dup2, fstat, ftruncate, getpid, lseek, pread, write
-from time import perf_counter
 from types import CodeType, ModuleType
 from typing import Any, TextIO
 
@@ -149,7 +148,6 @@ def _describe(error: BaseException) -> dict[str, Any]:
         detail = f"{detail[:_MAX_MESSAGE_CHARS]}... ({cut} more characters)"
     return {
         "type": _text(kind.__name__, "<unnamed>"),
-        "qualname": f"{module}.{name}",
         "message": f"{shown}: {detail}" if detail else shown,
         "frames": _frames(error),
     }
@@ -294,7 +292,6 @@ def _run_block(runner: _Runner, block: dict[str, Any], capture: int) -> dict[str
         runner.stdout = _stdout()
     sys.stdout = runner.stdout
     _tag_processes(block["index"])
-    started = perf_counter()
     result: dict[str, Any] = {"event": "result", "index": block["index"]}
     result["started"] = _boot_seconds()
     offset = block["first_line"] - 1
@@ -313,7 +310,6 @@ def _run_block(runner: _Runner, block: dict[str, Any], capture: int) -> dict[str
     result["stdout"] = data.decode("utf-8", errors="replace")
     result["stdout_bytes"] = size
     result["flooded"] = size >= MAX_FILE_BYTES
-    result["seconds"] = perf_counter() - started
     return result
 
 
