@@ -269,3 +269,13 @@ def test_the_build_never_clears_a_folder_it_did_not_create(tmp_path: Path) -> No
     assert completed.returncode == 2
     assert "refusing to clear a folder the site builder did not create" in completed.stderr
     assert (out / "notes.txt").read_text(encoding="utf-8") == "mine"
+
+
+def test_an_exercise_book_without_a_readme_gets_a_page_that_says_so(tmp_path: Path) -> None:
+    root = copy_fixture_book(tmp_path)
+    (root / "exercises/book02/README.md").unlink()
+    completed = build(manifest_of(root), tmp_path / "site", "-W")
+    assert completed.returncode == 0, completed.stderr
+    assert "note: " in completed.stdout and "exercise book 2 has no README" in completed.stdout
+    readme = page(tmp_path / "site" / "html", "exercises/book02/README.html")
+    assert "This exercise book has no README yet." in one(readme, "article").get_text()

@@ -338,6 +338,7 @@ def build_site(options: BuildOptions, say: Callable[[str], None] = print) -> Pat
     _prepare_out(layout)
     vocabularies = _vocabularies(manifest)
     evidence, verified_at = _evidence(options, manifest, repo, layout, say)
+    notes: list[str] = []
     try:
         site = write_sources(
             layout.source,
@@ -347,9 +348,12 @@ def build_site(options: BuildOptions, say: Callable[[str], None] = print) -> Pat
             evidence=evidence,
             vocabularies=vocabularies,
             version=_version(manifest, repo, verified_at),
+            notes=notes,
         )
     except SourceError as error:
         raise BuildError(str(error), EXIT_USAGE) from None
+    for note in notes:
+        say(f"note: {note}")
     say(f"building the site with Sphinx into {layout.html}")
     warnings = _run_sphinx(layout, repo, site, options.warnings_as_errors)
     drafted = [c for c in site.chapters if c.docname]

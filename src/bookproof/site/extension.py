@@ -237,16 +237,21 @@ class BookVerification(SphinxDirective):
         listings = sum(len(c.listings) for c in drafted)
         planned = len(site.chapters) - len(drafted)
         commit = f" at commit {site.commit}" if site.commit else ""
+        sentences = [
+            f"Every listing in this book was run by the book's verifier, and what it printed "
+            f"compared with the page: {listings} listings in {len(drafted)} chapters, all "
+            f"holding.",
+            f"Verified {format_time(site)}{commit}.",
+        ]
+        if planned:
+            sentences.append(
+                f"The {planned} planned chapters are listed below; they have no pages yet."
+            )
         paragraph = nodes.paragraph(
             "",
             "",
             _badge("✓ verified"),
-            nodes.Text(
-                f" Every listing in this book was run, and its printed output compared with "
-                f"the page, by the book's verifier: {listings} listings in {len(drafted)} "
-                f"chapters, all holding, on {format_time(site)}{commit}. "
-                f"{planned} planned chapters are listed below; they have no pages yet."
-            ),
+            nodes.Text(" " + " ".join(sentences)),
         )
         return [nodes.container("", paragraph, classes=["verification-banner", _NO_XREF])]
 
@@ -539,8 +544,6 @@ def _resolve_mentions(app: Sphinx, doctree: nodes.document, docname: str) -> Non
 def _load_site(app: Sphinx) -> None:
     site = read_site_data(app.srcdir)
     setattr(app.env, _SITE, site)
-    for note in site.notes:
-        logger.warning(note, type="bookproof", subtype="plan")
 
 
 def _purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:

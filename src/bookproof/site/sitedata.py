@@ -65,7 +65,6 @@ class SiteData(_Model):
     uncommitted: tuple[str, ...] = ()  # chapter files that differ from that commit
     chapters: tuple[ChapterData, ...]
     exercise_books: tuple[ExerciseBookData, ...]
-    notes: tuple[str, ...] = ()  # problems found while planning, reported as build warnings
 
     def chapter_for(self, docname: str) -> ChapterData | None:
         """The drafted chapter whose page is `docname`."""

@@ -188,10 +188,14 @@ def write_sources(
     evidence: dict[int, ChapterEvidence],
     vocabularies: dict[int, tuple[Term, ...]],
     version: VersionInfo,
+    notes: list[str],
 ) -> SiteData:
-    """Write every page Sphinx reads into `srcdir` (which must be empty) and the site data."""
+    """Write every page Sphinx reads into `srcdir` (which must be empty) and the site data.
+
+    What the site shows but a reader should still hear about (an exercise book
+    without its README) is appended to `notes`.
+    """
     srcdir.mkdir(parents=True, exist_ok=True)
-    notes: list[str] = []
     chapters: list[ChapterData] = []
     books: list[ExerciseBookData] = []
     for chapter in manifest.chapters:
@@ -236,7 +240,6 @@ def write_sources(
         uncommitted=version.uncommitted,
         chapters=tuple(chapters),
         exercise_books=tuple(books),
-        notes=tuple(notes),
     )
     by_number = {c.number: c for c in chapters if c.docname}
     (srcdir / f"{GLOSSARY}.md").write_text(
