@@ -133,7 +133,8 @@ def _glossary_page(terms: dict[int, tuple[Term, ...]], chapters: dict[int, Chapt
         lines = [definitions[0][1].term]
         for position, (number, term) in enumerate(definitions):
             docname = chapters[number].docname
-            where = f"[Chapter {number}]({docname}.md#vocabulary)"
+            # A no-break space: "(Chapter" and "3)" never end up on two lines.
+            where = f"[Chapter\u00a0{number}]({docname}.md#vocabulary)"
             if position:
                 lines.append("")
             lines.append(f"  {term.definition} ({where})")
