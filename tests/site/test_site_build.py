@@ -58,7 +58,7 @@ def test_each_executed_listing_is_numbered_per_chapter_and_marked_verified(built
         "✓ verified: prints nothing, as checked",
         "✓ verified: raised KeyError",
     ]
-    assert listings(page(built, CH02_PAGE)) == ["Listing 2.1", "Listing 2.2"]
+    assert listings(page(built, CH02_PAGE)) == ["Listing 2.1", "Listing 2.2", "Listing 2.3"]
 
 
 def test_a_raises_listing_is_marked_as_an_expected_failure(built: Path) -> None:
@@ -76,6 +76,10 @@ def test_outputs_are_captioned_as_output_of_their_listing_and_never_highlighted(
     assert captions[:2] == ["Output of Listing 1.1", "Output of Listing 1.3"]
     assert all(one(node, ".highlight-none") for node in outputs)
     assert one(soup, "#listing-1-1-output pre").get_text() == "6\n"
+
+
+def test_an_output_keeps_its_blank_first_line(built: Path) -> None:
+    assert one(page(built, CH02_PAGE), "#listing-2-3-output pre").get_text() == "\ntotals\n"
 
 
 def test_a_wildcard_output_says_what_the_dots_stand_for(built: Path) -> None:
@@ -258,7 +262,7 @@ def test_a_malformed_vocabulary_fails_the_build_naming_file_and_line(tmp_path: P
     replace_in(root / CHAPTER_2, "- **Price list**: what", "- Price list: what")
     completed = build(manifest_of(root), tmp_path / "site")
     assert completed.returncode == 1, completed.stderr
-    assert f"{root / CHAPTER_2}:32: the item does not start with a bold term" in completed.stderr
+    assert f"{root / CHAPTER_2}:44: the item does not start with a bold term" in completed.stderr
 
 
 def test_the_build_never_clears_a_folder_it_did_not_create(tmp_path: Path) -> None:

@@ -122,9 +122,22 @@ class _Fence(SphinxDirective):
         """The fence's info string as written, e.g. `python raises=KeyError`."""
         return " ".join([self.name, *self.arguments])
 
+    def body(self) -> str:
+        """The fence's content exactly as written.
+
+        MyST's parsed `content` drops a leading blank line, which in an output
+        block is part of what the listing printed; `block_text` is the whole
+        fence, opening and closing lines included, so the body is between them.
+        """
+        _opening, _, rest = self.block_text.partition("\n")
+        body = rest[: rest.rstrip("\n").rfind("\n") + 1]
+        if "\n".join(self.content) not in body:  # not the shape we rely on: be safe
+            return "\n".join(self.content)
+        return body.removesuffix("\n")
+
     def block(self, language: str) -> nodes.literal_block:
         source, line = self.get_source_info()
-        return _code_block("\n".join(self.content), language, source, line)
+        return _code_block(self.body(), language, source, line)
 
     @property
     def chapter(self) -> ChapterData | None:
