@@ -1,6 +1,6 @@
 """The book verifier: runs every chapter's listings and proves their printed output.
 
-The contract is the project's chapter format (FORMAT.md). One module per job:
+The contract is the project's chapter format, `book/FORMAT.md`. One module per job:
 
 - `manifest`: book.toml into typed chapter records (errors name file:line);
 - `chapter`: Markdown fences into typed blocks, listings paired with outputs;
