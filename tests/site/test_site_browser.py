@@ -25,6 +25,8 @@ from bookproof.site.vocabulary import read_vocabulary
 from bookproof.verify.environment import DEFAULT_MANIFEST
 from bookproof.verify.manifest import ManifestChapter, load_manifest
 
+pytestmark = pytest.mark.slow  # each build verifies a book and runs Sphinx
+
 SCREENSHOTS = REPO / "build" / "site-screenshots"
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 375, "height": 812}

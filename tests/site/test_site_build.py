@@ -20,6 +20,8 @@ from site_building import (
 )
 from verifying import verify
 
+pytestmark = pytest.mark.slow  # each build verifies a book and runs Sphinx
+
 CH01_PAGE = "book/textbook/ch01_counting_tubs.html"
 CH02_PAGE = "book/textbook/ch02_pricing_tubs.html"
 
