@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -127,6 +127,13 @@ EXPECTED_FAILURES: tuple[type[BaseException], ...] = (
 MAX_RESULT_BYTES_LIMITS = (128, 1_048_576)
 
 
+# Where a `tool_failed` came from: the write authority refusing (the handler
+# never ran), the handler raising, or the handler returning a value that is not JSON.
+FailureStage = Literal["before_write", "handler", "result"]
+
+ArgumentsT = TypeVar("ArgumentsT", bound=BaseModel)
+
+
 class ToolCall(BaseModel):
     """The request envelope a model sends: which tool, with what, under which id."""
 
@@ -138,17 +145,20 @@ class ToolCall(BaseModel):
 
 
 @dataclass(frozen=True)
-class ExecutableTool:
+class ExecutableTool(Generic[ArgumentsT]):
     """One tool: what the model is told about it, and the code that really runs.
 
-    Frozen so that a registered tool cannot be re-pointed at another handler,
-    or made non-consequential, after the dispatcher has accepted it.
+    Generic over its argument model, so a type checker sees that the handler
+    receives exactly what the dispatcher validated. Frozen, so that ordinary
+    assignment cannot re-point a registered tool at another handler, or make it
+    non-consequential; it is a guard against mistakes, not a wall against code
+    that sets out to break it.
     """
 
     name: str
     description: str
-    arguments: type[BaseModel]
-    handler: Callable[[BaseModel], Any]
+    arguments: type[ArgumentsT]
+    handler: Callable[[ArgumentsT], Any]
     consequential: bool = False
 
     def schema(self) -> dict[str, Any]:
@@ -163,10 +173,64 @@ class ExecutableTool:
         }
 
 
+@dataclass(frozen=True)
+class ArgumentProblem:
+    """One rule a request's arguments broke: where, and which rule; never the value sent.
+
+    `location` is Pydantic's path into the arguments, `kind` its error type
+    (`int_type`, `missing`, `extra_forbidden` ...). For `extra_forbidden` the
+    location is a key the model invented: fit for an operator's log, not to be
+    repeated to the model.
+    """
+
+    location: tuple[str | int, ...]
+    kind: str
+
+
+@dataclass(frozen=True)
+class ToolFailure:
+    """What lies behind a `tool_failed`: for the operator, never for the model."""
+
+    stage: FailureStage
+    error_type: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """Everything one request came to: what the model is told, and what only the operator sees.
+
+    `observation` is exactly what `invoke` returns. `handler_ran` is True once
+    the handler was entered, whatever the observation says: a handler that
+    raised, or whose result was too large, still ran. `failure` is set for
+    every `tool_failed`, and `argument_problems` for every `invalid_arguments`.
+    """
+
+    observation: Observation
+    handler_ran: bool
+    failure: ToolFailure | None = None
+    argument_problems: tuple[ArgumentProblem, ...] = ()
+
+
 def _refusal(error: str) -> Observation:
     # A refusal carries a fixed code only: never the exception text, never the
     # submitted values, so an observation can neither leak nor be steered.
     return {"ok": False, "error": error}
+
+
+def _failed(stage: FailureStage, error: BaseException, *, handler_ran: bool) -> ToolOutcome:
+    # 6. An expected failure becomes a code for the model; its type and its
+    #    message stay with the operator.
+    failure = ToolFailure(stage=stage, error_type=type(error).__name__, message=str(error))
+    return ToolOutcome(_refusal("tool_failed"), handler_ran=handler_ran, failure=failure)
+
+
+def _argument_problems(error: ValidationError) -> tuple[ArgumentProblem, ...]:
+    # Locations and error types only: the submitted values are left out on purpose.
+    return tuple(
+        ArgumentProblem(location=tuple(problem["loc"]), kind=problem["type"])
+        for problem in error.errors(include_url=False, include_context=False, include_input=False)
+    )
 
 
 class Dispatcher:
@@ -174,7 +238,7 @@ class Dispatcher:
 
     def __init__(
         self,
-        tools: Iterable[ExecutableTool],
+        tools: Iterable[ExecutableTool[Any]],
         *,
         allowed: Iterable[str],
         before_write: Callable[[ToolCall], None] | None = None,
@@ -187,20 +251,20 @@ class Dispatcher:
             or not low <= max_result_bytes <= high
         ):
             raise ValueError(f"max_result_bytes must be an int from {low} to {high}")
-        registry: dict[str, ExecutableTool] = {}
+        registry: dict[str, ExecutableTool[Any]] = {}
         for tool in tools:
             if tool.name in registry:
                 # Two tools under one name leave it to chance which one runs:
                 # an ambiguous configuration is refused before any request.
                 raise ValueError(f"duplicate tool name: {tool.name!r}")
             registry[tool.name] = tool
-        self._tools: Mapping[str, ExecutableTool] = MappingProxyType(registry)
+        self._tools: Mapping[str, ExecutableTool[Any]] = MappingProxyType(registry)
         self._allowed: frozenset[str] = frozenset(allowed)
         self._before_write = before_write
         self._max_result_bytes = max_result_bytes
 
     @property
-    def tools(self) -> Mapping[str, ExecutableTool]:
+    def tools(self) -> Mapping[str, ExecutableTool[Any]]:
         """Every registered tool, allowed or not, as a read-only mapping."""
         return self._tools
 
@@ -211,7 +275,7 @@ class Dispatcher:
 
     @property
     def has_write_authority(self) -> bool:
-        """Whether a consequential tool could ever pass step 3 of `invoke`."""
+        """Whether a consequential tool could ever pass step 3 of `attempt`."""
         return self._before_write is not None
 
     @property
@@ -223,37 +287,53 @@ class Dispatcher:
         return [self._tools[name].schema() for name in sorted(self._allowed & self._tools.keys())]
 
     def invoke(self, call: ToolCall) -> Observation:
-        """Check a request in a fixed order; nothing after a refusal runs."""
+        """What the model is told about a request: the observation of `attempt`."""
+        return self.attempt(call).observation
+
+    def attempt(self, call: ToolCall) -> ToolOutcome:
+        """Check a request in a fixed order, run it if every check passed, and report what happened.
+
+        Nothing after a refusal runs. The outcome's observation is safe for the
+        model; the rest of it (did the handler run, what failed) is for the operator.
+        """
         # 1. One answer for "unknown" and "not allowed", so a refusal does not
         #    tell a probing model which forbidden names exist.
         tool = self._tools.get(call.name)
         if tool is None or call.name not in self._allowed:
-            return _refusal("tool_not_allowed")
+            return ToolOutcome(_refusal("tool_not_allowed"), handler_ran=False)
         # 2. Strict validation: no coercion of "6" or True or 6.0 into 6.
         try:
             arguments = tool.arguments.model_validate(call.arguments, strict=True)
-        except ValidationError:
-            return _refusal("invalid_arguments")
+        except ValidationError as error:
+            problems = _argument_problems(error)
+            return ToolOutcome(
+                _refusal("invalid_arguments"), handler_ran=False, argument_problems=problems
+            )
         # 3. A consequential tool with nobody to authorise it never runs.
         if tool.consequential and self._before_write is None:
-            return _refusal("write_authority_required")
-        try:
-            # 4. The authority may refuse by raising; only then the handler.
-            if tool.consequential and self._before_write is not None:
+            return ToolOutcome(_refusal("write_authority_required"), handler_ran=False)
+        # 4. The authority may refuse by raising; only then the handler.
+        if tool.consequential and self._before_write is not None:
+            try:
                 self._before_write(call)
+            except EXPECTED_FAILURES as error:
+                return _failed("before_write", error, handler_ran=False)
+        try:
             value = tool.handler(arguments)
-            # 5. Bound what goes back into the model's context. The handler has
-            #    already run by now: this refusal hides a result, it undoes nothing.
-            #    json.dumps escapes every non-ASCII character, so its length in
-            #    characters is its size in bytes.
-            observation = {"ok": True, "value": value}
+        except EXPECTED_FAILURES as error:
+            return _failed("handler", error, handler_ran=True)
+        # 5. Bound what goes back into the model's context. The handler has
+        #    already run by now: this refusal hides a result, it undoes nothing.
+        #    json.dumps escapes every non-ASCII character, so its length in
+        #    characters is its size in bytes.
+        observation = {"ok": True, "value": value}
+        try:
             encoded = json.dumps(observation, allow_nan=False)
-        except EXPECTED_FAILURES:
-            # 6. An expected failure becomes a code; its message stays here.
-            return _refusal("tool_failed")
+        except EXPECTED_FAILURES as error:
+            return _failed("result", error, handler_ran=True)
         if len(encoded) > self._max_result_bytes:
-            return _refusal("result_too_large")
-        return observation
+            return ToolOutcome(_refusal("result_too_large"), handler_ran=True)
+        return ToolOutcome(observation, handler_ran=True)
 
 
 def _unique_rows(products: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -38,7 +38,10 @@ def test_three_delivered_tubs_make_the_vanilla_draft_3_tubs_and_the_total_1850()
     record = run({"SKU-VANILLA": 3})
     assert record.stop_reason == "final_answer"
     assert drafted(record) == [("SKU-STRAWBERRY", 4, 1100), ("SKU-VANILLA", 3, 750)]
-    assert record.refused == (("draft_order", "tool_failed"),)
+    # The stale 6-tub vanilla draft ran and was refused by the shop inside its
+    # handler: it is executed (three drafts ran), and nothing was refused.
+    assert record.refused == ()
+    assert record.executed.count("draft_order") == 3
     assert record.executed.count("list_stock") == 2
     assert "1,850 pence" in record.answer
 

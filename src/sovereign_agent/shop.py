@@ -112,7 +112,7 @@ def build_tools(
     """A dispatcher over its own copy of the shop, so no two runs share stock."""
     products = copy.deepcopy(list(shop["products"]))
     price_list = dict(PRICES_PENCE if prices is None else prices)
-    tools = [
+    tools = (
         ExecutableTool(
             name="list_stock",
             description="Every product with its stock, its target and the tubs needed.",
@@ -131,5 +131,5 @@ def build_tools(
             arguments=DraftArguments,
             handler=lambda args: draft_order(products, price_list, args.sku, args.quantity),
         ),
-    ]
+    )
     return Dispatcher(tools, allowed=allowed, before_write=before_write)

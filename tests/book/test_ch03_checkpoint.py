@@ -164,7 +164,8 @@ def test_a_provider_that_drafts_differently_prints_different_drafts() -> None:
             ROOT, SOVEREIGN_MODEL="openai:test-model", OPENAI_BASE_URL=stub.openai_base_url
         )
     assert result.returncode == 0, result.stderr
-    assert "refused: draft_order (tool_failed)" in result.stdout
+    # The shop refused 8 tubs inside the handler: the call ran, and drafted nothing.
+    assert "executed: draft_order\nrefused: (none)\n" in result.stdout
     assert "draft SKU-VANILLA" not in result.stdout
     assert "drafts total: 0 pence" in result.stdout
     assert "answer: I drafted nothing." in result.stdout

@@ -14,7 +14,7 @@ from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ToolMessage
 from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.shop import build_tools
-from sovereign_agent.tools import Dispatcher, Observation, ToolCall
+from sovereign_agent.tools import Dispatcher, ToolCall, ToolOutcome
 
 SHOP = runpy.run_path(
     "book/textbook/checkpoints/profrod_sovereign_agent_ch01_first_model_call_checkpoint.py"
@@ -23,16 +23,20 @@ SNAPSHOT = copy.deepcopy(SHOP)
 
 
 class CountingDispatcher(Dispatcher):
-    """The shop's real dispatcher, counting what actually reaches `invoke`."""
+    """The shop's real dispatcher, counting what reaches `attempt` and which handlers ran."""
 
     def __init__(self) -> None:
         shop = build_tools(SHOP)
         super().__init__(shop.tools.values(), allowed=shop.allowed)
         self.invoked = 0
+        self.ran: list[str] = []
 
-    def invoke(self, call: ToolCall) -> Observation:
+    def attempt(self, call: ToolCall) -> ToolOutcome:
         self.invoked += 1
-        return super().invoke(call)
+        outcome = super().attempt(call)
+        if outcome.handler_ran:
+            self.ran.append(call.name)
+        return outcome
 
 
 class CountingModel(ScriptedModel):
@@ -73,15 +77,31 @@ replies = st.builds(
 )
 
 
+def with_fresh_ids(script: list[AssistantMessage]) -> list[AssistantMessage]:
+    """The same replies with every call id made unique, so the run goes past its first turn."""
+    fresh = []
+    for turn, reply in enumerate(script):
+        calls = tuple(
+            call.model_copy(update={"id": f"{call.id}#{turn}.{index}"})
+            for index, call in enumerate(reply.tool_calls)
+        )
+        fresh.append(reply.model_copy(update={"tool_calls": calls}))
+    return fresh
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     script=st.lists(replies, max_size=8),
+    fresh_ids=st.booleans(),
     max_steps=st.integers(1, 6),
     max_tool_calls=st.integers(1, 6),
 )
 def test_no_reply_sequence_exceeds_a_bound_or_raises(
-    script: list[AssistantMessage], max_steps: int, max_tool_calls: int
+    script: list[AssistantMessage], fresh_ids: bool, max_steps: int, max_tool_calls: int
 ) -> None:
+    # Drawn ids repeat often; half the runs get unique ones, so that long runs are common too.
+    if fresh_ids:
+        script = with_fresh_ids(script)
     model = CountingModel(script)
     dispatcher = CountingDispatcher()
     record = run_task(model, dispatcher, "t", max_steps=max_steps, max_tool_calls=max_tool_calls)
@@ -89,10 +109,27 @@ def test_no_reply_sequence_exceeds_a_bound_or_raises(
     assert model.asked == record.steps <= max_steps
     assert dispatcher.invoked <= max_tool_calls
     assert len(record.requested) == len(record.executed) + len(record.refused)
+    # `executed` is exactly the calls whose handler ran, in order.
+    assert list(record.executed) == dispatcher.ran
     assert SHOP == SNAPSHOT
-    # Every call the model made is answered, in its order, right after its turn.
     messages = list(record.messages)
-    for index, message in enumerate(messages):
+    answered = messages
+    if record.stop_reason is StopReason.DUPLICATE_CALL_ID:
+        # The reply that reused an id is kept, unanswered; nothing in it ran.
+        last = messages[-1]
+        assert isinstance(last, AssistantMessage)
+        ids = [call.id for call in last.tool_calls]
+        earlier = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        assert len(set(ids)) < len(ids) or earlier & set(ids)
+        assert record.refused[-len(ids) :] == tuple(
+            (call.name, "duplicate_call_id") for call in last.tool_calls
+        )
+        answered = messages[:-1]
+    # Every other call the model made is answered, in its order, right after its
+    # turn, and no id is ever answered twice.
+    all_answers = [m.tool_call_id for m in messages if isinstance(m, ToolMessage)]
+    assert len(all_answers) == len(set(all_answers))
+    for index, message in enumerate(answered):
         if isinstance(message, AssistantMessage) and message.tool_calls:
             answers = messages[index + 1 : index + 1 + len(message.tool_calls)]
             assert all(isinstance(m, ToolMessage) for m in answers)
@@ -110,6 +147,8 @@ def test_no_reply_sequence_exceeds_a_bound_or_raises(
     elif record.stop_reason is StopReason.TOOL_CALL_LIMIT:
         assert "tool_call_limit" in {code for _, code in record.refused}
         assert dispatcher.invoked == max_tool_calls
+    elif record.stop_reason is StopReason.DUPLICATE_CALL_ID:
+        pass  # checked above
     else:
         assert record.stop_reason is StopReason.MODEL_ERROR
         assert record.steps == len(script) + 1

@@ -202,3 +202,58 @@ def test_a_provider_http_error_is_a_model_error_on_one_line_without_the_key() ->
         assert "\n" not in record.error
         assert SECRET not in record.error
         assert record.steps == 1
+
+
+def test_openai_reply_repeating_an_id_runs_nothing_and_sends_nothing_more() -> None:
+    with ProviderStub() as stub:
+        stub.enqueue(
+            OPENAI_ROUTE,
+            openai_tool_calls(
+                [("call_a", "draft_order", json.dumps(VANILLA)), ("call_a", "list_stock", "{}")]
+            ),
+            openai_text("never read"),
+        )
+        record = run_task(
+            openai_client(stub), build_tools(SHOP), "Plan.", max_steps=3, max_tool_calls=3
+        )
+        asked = len(stub.requests_to(OPENAI_ROUTE))
+    assert record.stop_reason is StopReason.DUPLICATE_CALL_ID
+    assert asked == 1
+    assert record.executed == ()
+    assert record.refused == (
+        ("draft_order", "duplicate_call_id"),
+        ("list_stock", "duplicate_call_id"),
+    )
+
+
+def test_anthropic_reply_reusing_an_earlier_id_runs_nothing_and_sends_nothing_more() -> None:
+    tools = build_tools(SHOP)
+    with ProviderStub() as stub:
+        stub.enqueue(
+            ANTHROPIC_ROUTE,
+            anthropic_tool_use([("toolu_a", "list_stock", {})]),
+            anthropic_tool_use(
+                [("toolu_b", "draft_order", VANILLA), ("toolu_a", "list_stock", {})]
+            ),
+            anthropic_text("never read"),
+        )
+        record = run_task(anthropic_client(stub), tools, "Plan.", max_steps=5, max_tool_calls=5)
+        requests = [r.json for r in stub.requests_to(ANTHROPIC_ROUTE)]
+    assert record.stop_reason is StopReason.DUPLICATE_CALL_ID
+    assert len(requests) == 2
+    # Only the first turn ran; the draft in the unreadable reply did not.
+    assert record.executed == ("list_stock",)
+    assert record.refused == (
+        ("draft_order", "duplicate_call_id"),
+        ("list_stock", "duplicate_call_id"),
+    )
+    # Every request the provider did receive held each tool_use id once, answered once.
+    for body in requests:
+        uses = [b["id"] for t in body["messages"] for b in t["content"] if b["type"] == "tool_use"]
+        results = [
+            b["tool_use_id"]
+            for t in body["messages"]
+            for b in t["content"]
+            if b["type"] == "tool_result"
+        ]
+        assert len(uses) == len(set(uses)) and uses == results

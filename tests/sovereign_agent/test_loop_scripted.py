@@ -5,13 +5,20 @@ from __future__ import annotations
 import copy
 import json
 import runpy
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from sovereign_agent.loop import MAX_ARGUMENTS_CHARS, StopReason, run_task
+from sovereign_agent.loop import (
+    MAX_ARGUMENTS_CHARS,
+    MAX_ARGUMENTS_DEPTH,
+    StopReason,
+    parse_tool_call,
+    run_task,
+)
 from sovereign_agent.models import (
     AssistantMessage,
     AssistantToolCall,
@@ -24,7 +31,7 @@ from sovereign_agent.models import (
 )
 from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.shop import NoArguments, build_tools
-from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
+from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall, ToolOutcome
 
 SHOP = runpy.run_path(
     "book/textbook/checkpoints/profrod_sovereign_agent_ch01_first_model_call_checkpoint.py"
@@ -148,8 +155,10 @@ def test_wrong_quantity_is_refused_then_corrected_after_a_fresh_list_stock() -> 
     seen = observations(record.messages)
     assert seen["c1"] == {"ok": False, "error": "tool_failed"}
     assert seen["c3"]["value"]["quantity"] == 6
-    assert record.refused == (("draft_order", "tool_failed"),)
-    assert record.executed == ("list_stock", "draft_order")
+    # The shop's own rule refused 8 inside the handler: the handler ran, so the
+    # call is executed, and the model was told tool_failed.
+    assert record.refused == ()
+    assert record.executed == ("draft_order", "list_stock", "draft_order")
     assert record.stop_reason is StopReason.FINAL_ANSWER
 
 
@@ -255,12 +264,171 @@ def test_a_malformed_call_becomes_a_fixed_refusal_never_an_echo(
             assert "secret-token" not in message.content
 
 
-def test_a_reused_call_id_is_malformed_and_the_first_call_still_runs() -> None:
-    model = ScriptedModel([turn(ask("same", "list_stock"), ask("same", "list_stock")), final("x")])
+class WriteProbe:
+    """A consequential tool's handler that records its effect before it answers."""
+
+    def __init__(self, answer: Any = "placed", error: Exception | None = None) -> None:
+        self.effects: list[str] = []
+        self.answer = answer
+        self.error = error
+
+    def __call__(self, args: NoArguments) -> Any:
+        self.effects.append("order placed")
+        if self.error is not None:
+            raise self.error
+        return self.answer
+
+
+def write_dispatcher(probe: WriteProbe, before_write: Any = lambda call: None) -> Dispatcher:
+    tool = ExecutableTool("place_order", "places an order", NoArguments, probe, consequential=True)
+    return Dispatcher(
+        [tool], allowed=["place_order"], before_write=before_write, max_result_bytes=128
+    )
+
+
+@pytest.mark.parametrize(
+    ("probe", "told"),
+    [
+        (WriteProbe(answer="x" * 500), "result_too_large"),
+        (WriteProbe(error=TimeoutError("the supplier did not confirm")), "tool_failed"),
+    ],
+    ids=["result_too_large", "handler_failed"],
+)
+def test_a_write_whose_handler_ran_is_executed_whatever_the_model_was_told(
+    probe: WriteProbe, told: str
+) -> None:
+    model = ScriptedModel([turn(ask("c1", "place_order")), final("x")])
+    record = run_task(model, write_dispatcher(probe), "t", max_steps=3, max_tool_calls=3)
+    assert probe.effects == ["order placed"]
+    assert observations(record.messages)["c1"] == {"ok": False, "error": told}
+    assert record.executed == ("place_order",)
+    assert record.refused == ()
+
+
+def test_a_write_the_authority_refuses_is_refused_and_its_handler_never_runs() -> None:
+    def nobody_approves(call: ToolCall) -> None:
+        raise PermissionError("no operator approved it")
+
+    probe = WriteProbe()
+    model = ScriptedModel([turn(ask("c1", "place_order")), final("x")])
+    dispatcher = write_dispatcher(probe, before_write=nobody_approves)
+    record = run_task(model, dispatcher, "t", max_steps=3, max_tool_calls=3)
+    assert probe.effects == []
+    assert observations(record.messages)["c1"] == {"ok": False, "error": "tool_failed"}
+    assert record.executed == ()
+    assert record.refused == (("place_order", "tool_failed"),)
+
+
+def test_a_reply_that_repeats_an_id_runs_nothing_and_ends_the_run() -> None:
+    probe = WriteProbe()
+    model = ScriptedModel(
+        [turn(ask("same", "place_order"), ask("same", "place_order")), final("never asked")]
+    )
+    record = run_task(model, write_dispatcher(probe), "t", max_steps=3, max_tool_calls=3)
+    assert record.stop_reason is StopReason.DUPLICATE_CALL_ID
+    assert probe.effects == []
+    assert len(model.calls) == 1
+    assert record.requested == ("place_order", "place_order")
+    assert record.executed == ()
+    assert record.refused == (("place_order", "duplicate_call_id"),) * 2
+    # The reply is in the transcript, and no answer follows it.
+    assert record.messages[-1] == turn(ask("same", "place_order"), ask("same", "place_order"))
+    assert tool_messages(record.messages) == []
+    assert record.answer is None
+
+
+def test_a_reply_that_reuses_an_id_from_an_earlier_turn_runs_nothing() -> None:
+    probe = WriteProbe()
+    model = ScriptedModel(
+        [
+            turn(ask("c1", "place_order")),
+            turn(ask("c2", "place_order"), ask("c1", "place_order")),
+            final("never asked"),
+        ]
+    )
+    record = run_task(model, write_dispatcher(probe), "t", max_steps=5, max_tool_calls=5)
+    assert record.stop_reason is StopReason.DUPLICATE_CALL_ID
+    assert record.steps == 2
+    # Only the first turn ran; c2 did not run either, though its own id was fresh.
+    assert probe.effects == ["order placed"]
+    assert record.executed == ("place_order",)
+    assert record.refused == (("place_order", "duplicate_call_id"),) * 2
+    assert [m.tool_call_id for m in tool_messages(record.messages)] == ["c1"]
+    assert isinstance(record.messages[-1], AssistantMessage)
+
+
+def test_two_calls_without_an_id_in_one_reply_reuse_the_empty_id() -> None:
+    model = ScriptedModel(
+        [
+            turn(
+                AssistantToolCall(id="", name="list_stock", arguments_json="{}"),
+                AssistantToolCall(id="", name="list_stock", arguments_json="{}"),
+            ),
+            final("never asked"),
+        ]
+    )
     record = run_task(model, build_tools(SHOP), "t", max_steps=3, max_tool_calls=3)
-    assert record.executed == ("list_stock",)
-    assert record.refused == (("list_stock", "malformed_tool_call"),)
-    assert [m.content for m in tool_messages(record.messages)][1] == MALFORMED
+    assert record.stop_reason is StopReason.DUPLICATE_CALL_ID
+    assert tool_messages(record.messages) == []
+
+
+def test_an_id_answered_as_malformed_may_not_be_used_again() -> None:
+    model = ScriptedModel(
+        [
+            turn(AssistantToolCall(id="c1", name="list_stock", arguments_json="[]")),
+            turn(ask("c1", "list_stock")),
+            final("never asked"),
+        ]
+    )
+    record = run_task(model, build_tools(SHOP), "t", max_steps=5, max_tool_calls=5)
+    assert record.stop_reason is StopReason.DUPLICATE_CALL_ID
+    assert record.executed == ()
+    assert record.refused == (
+        ("list_stock", "malformed_tool_call"),
+        ("list_stock", "duplicate_call_id"),
+    )
+
+
+def test_a_duplicate_id_in_the_last_allowed_step_is_still_named_as_such() -> None:
+    model = ScriptedModel([turn(ask("a", "list_stock"), ask("a", "list_stock"))])
+    record = run_task(model, build_tools(SHOP), "t", max_steps=1, max_tool_calls=3)
+    assert record.stop_reason is StopReason.DUPLICATE_CALL_ID
+
+
+def nested(depth: int, *, kind: str) -> str:
+    """JSON text whose lists or objects nest exactly `depth` levels deep."""
+    if kind == "objects":
+        return '{"a": ' * depth + "1" + "}" * depth
+    # Arguments must be an object: the innermost level is one, wrapped in lists
+    # inside an outer object.
+    return '{"a": ' + "[" * (depth - 2) + "{}" + "]" * (depth - 2) + "}"
+
+
+@pytest.mark.parametrize("kind", ["objects", "lists"])
+@pytest.mark.parametrize(
+    "depth", [2, MAX_ARGUMENTS_DEPTH, MAX_ARGUMENTS_DEPTH + 1, 300, 1000, 2040]
+)
+def test_arguments_nested_beyond_the_bound_are_malformed_whatever_the_parser_can_do(
+    depth: int, kind: str
+) -> None:
+    # The list form stays within MAX_ARGUMENTS_CHARS at every depth here, so
+    # only the depth bound (or the parser giving up) can refuse it.
+    text = nested(depth, kind=kind)
+    call = parse_tool_call(AssistantToolCall(id="c1", name="supplier", arguments_json=text))
+    assert (call is None) == (depth > MAX_ARGUMENTS_DEPTH)
+
+
+def test_the_depth_bound_holds_under_a_low_recursion_limit() -> None:
+    # A parser that gives up early (as older Pythons do at about a thousand
+    # levels) must give the same answer as one that copes: malformed.
+    text = nested(500, kind="lists")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(200)
+    try:
+        call = parse_tool_call(AssistantToolCall(id="c1", name="supplier", arguments_json=text))
+    finally:
+        sys.setrecursionlimit(limit)
+    assert call is None
 
 
 def test_a_malformed_call_does_not_spend_the_tool_budget() -> None:
@@ -392,10 +560,45 @@ def test_the_run_record_is_frozen() -> None:
     assert record.requested == ()
 
 
-def test_stop_reasons_are_exactly_the_four_named_ones() -> None:
+def test_stop_reasons_are_exactly_the_five_named_ones() -> None:
     assert [reason.value for reason in StopReason] == [
         "final_answer",
         "step_limit",
         "tool_call_limit",
         "model_error",
+        "duplicate_call_id",
+    ]
+
+
+class NarrowingDispatcher(Dispatcher):
+    """The shop's dispatcher, offering only `list_stock` once any call has been attempted."""
+
+    def __init__(self) -> None:
+        shop = build_tools(SHOP)
+        super().__init__(shop.tools.values(), allowed=shop.allowed)
+        self.narrowed = False
+
+    def schemas(self) -> list[dict[str, Any]]:
+        offered = super().schemas()
+        if self.narrowed:
+            return [tool for tool in offered if tool["function"]["name"] == "list_stock"]
+        return offered
+
+    def attempt(self, call: ToolCall) -> ToolOutcome:
+        outcome = super().attempt(call)
+        self.narrowed = True
+        return outcome
+
+
+def test_the_tools_on_offer_are_asked_for_at_every_step() -> None:
+    dispatcher = NarrowingDispatcher()
+    model = ScriptedModel(
+        [turn(ask("c1", "list_stock")), turn(ask("c2", "list_stock")), final("x")]
+    )
+    run_task(model, dispatcher, "t", max_steps=5, max_tool_calls=5)
+    offered = [[tool["function"]["name"] for tool in tools] for _, tools in model.calls]
+    assert offered == [
+        ["draft_order", "list_stock", "supplier"],
+        ["list_stock"],
+        ["list_stock"],
     ]

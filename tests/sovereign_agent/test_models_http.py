@@ -39,7 +39,7 @@ from sovereign_agent.models import (
     Secret,
     UserMessage,
 )
-from sovereign_agent.models._redact import MIN_END, MIN_FRAGMENT, one_line
+from sovereign_agent.models._redact import MIN_END, MIN_FRAGMENT, printable_line
 from sovereign_agent.models.http import display_url, parse_retry_after
 
 KEY = "secret-token-http-77aa"
@@ -435,10 +435,10 @@ def test_one_line_masks_any_long_enough_piece_of_a_key_in_any_case(data, before,
     flips = data.draw(st.lists(st.booleans(), min_size=end - start, max_size=end - start))
     pairs = zip(KEY[start:end], flips, strict=True)
     piece = "".join(char.swapcase() if flip else char for char, flip in pairs)
-    shown = one_line(f"{before}{piece}{after}", [KEY], limit=10_000)
+    shown = printable_line(f"{before}{piece}{after}", [KEY], limit=10_000)
     assert "\n" not in shown and shown.isprintable()
     assert_no_piece_of(KEY, shown)
 
 
 def test_ordinary_words_that_share_a_few_letters_with_the_key_are_left_alone():
-    assert one_line("max_tokens: too large", [KEY], limit=300) == "max_tokens: too large"
+    assert printable_line("max_tokens: too large", [KEY], limit=300) == "max_tokens: too large"

@@ -27,7 +27,7 @@ def invoke(tools: Any, name: str, **arguments: Any) -> dict[str, Any]:
     return tools.invoke(ToolCall(id="call-1", name=name, arguments=arguments))
 
 
-def test_fixture_holds_the_three_products_of_the_spec(shop: dict[str, Any]) -> None:
+def test_fixture_holds_the_three_products_of_chapter_1(shop: dict[str, Any]) -> None:
     rows = {row["sku"]: (row["on_hand"], row["reorder_point"]) for row in shop["products"]}
     assert rows == {"SKU-VANILLA": (2, 8), "SKU-CHOCOLATE": (7, 6), "SKU-STRAWBERRY": (1, 5)}
 

@@ -12,7 +12,14 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from sovereign_agent.shop import DraftArguments, NoArguments, ProductArguments
-from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
+from sovereign_agent.tools import (
+    ArgumentProblem,
+    Dispatcher,
+    ExecutableTool,
+    ToolCall,
+    ToolFailure,
+    ToolOutcome,
+)
 
 SECRET = "secret-token-9d41c"
 
@@ -318,3 +325,98 @@ def test_refusals_are_fresh_dicts_so_callers_cannot_poison_later_ones() -> None:
     first = dispatcher.invoke(call("unknown"))
     first["error"] = "tampered"
     assert dispatcher.invoke(call("unknown")) == {"ok": False, "error": "tool_not_allowed"}
+
+
+# The outcome the operator sees ------------------------------------------------
+
+
+def test_invoke_is_the_observation_of_attempt() -> None:
+    outcome = single(Recorder(lambda args: {"tubs": 6})).attempt(call("probe"))
+    assert outcome == ToolOutcome({"ok": True, "value": {"tubs": 6}}, handler_ran=True)
+
+
+def test_a_refused_name_reports_that_no_handler_ran() -> None:
+    handler = Recorder()
+    outcome = single(handler).attempt(call("run_shell"))
+    assert outcome == ToolOutcome({"ok": False, "error": "tool_not_allowed"}, handler_ran=False)
+    assert handler.runs == []
+
+
+def test_invalid_arguments_name_each_field_and_rule_but_no_value() -> None:
+    outcome = single(Recorder(), arguments=DraftArguments).attempt(
+        call("probe", sku=SECRET * 10, quantity="6", approved=True)
+    )
+    assert outcome.observation == {"ok": False, "error": "invalid_arguments"}
+    assert not outcome.handler_ran
+    assert outcome.argument_problems == (
+        ArgumentProblem(("sku",), "string_too_long"),
+        ArgumentProblem(("quantity",), "int_type"),
+        ArgumentProblem(("approved",), "extra_forbidden"),
+    )
+    assert outcome.failure is None
+    assert SECRET not in repr(outcome)
+    assert "'6'" not in repr(outcome.argument_problems)
+
+
+def test_a_missing_field_is_named_with_the_kind_missing() -> None:
+    outcome = single(Recorder(), arguments=DraftArguments).attempt(call("probe", quantity=6))
+    assert outcome.argument_problems == (ArgumentProblem(("sku",), "missing"),)
+
+
+def test_missing_write_authority_reports_that_no_handler_ran() -> None:
+    outcome = single(Recorder(), consequential=True).attempt(call("probe"))
+    assert outcome == ToolOutcome(
+        {"ok": False, "error": "write_authority_required"}, handler_ran=False
+    )
+
+
+def test_a_refusing_authority_is_told_apart_from_a_failing_handler() -> None:
+    def refuse(request: ToolCall) -> None:
+        raise PermissionError(f"no operator approved {request.id}")
+
+    def fail(args: BaseModel) -> None:
+        raise PermissionError("the supplier refused the order")
+
+    refused = single(Recorder(), consequential=True, before_write=refuse).attempt(call("probe"))
+    failed = single(fail, consequential=True, before_write=lambda r: None).attempt(call("probe"))
+    # The model is told the same thing both times ...
+    assert refused.observation == failed.observation == {"ok": False, "error": "tool_failed"}
+    # ... the operator is not.
+    assert refused.handler_ran is False
+    assert refused.failure == ToolFailure(
+        "before_write", "PermissionError", "no operator approved call-1"
+    )
+    assert failed.handler_ran is True
+    assert failed.failure == ToolFailure(
+        "handler", "PermissionError", "the supplier refused the order"
+    )
+
+
+def test_a_failing_handler_keeps_its_message_for_the_operator_only() -> None:
+    def leaky(args: BaseModel) -> None:
+        raise KeyError(SECRET)
+
+    outcome = single(leaky).attempt(call("probe"))
+    assert SECRET not in json.dumps(outcome.observation)
+    assert outcome.failure == ToolFailure("handler", "KeyError", repr(SECRET))
+
+
+def test_a_result_that_is_not_json_is_a_failure_after_the_handler_ran() -> None:
+    outcome = single(Recorder(lambda args: math.nan)).attempt(call("probe"))
+    assert outcome.observation == {"ok": False, "error": "tool_failed"}
+    assert outcome.handler_ran is True
+    assert outcome.failure is not None
+    assert (outcome.failure.stage, outcome.failure.error_type) == ("result", "ValueError")
+
+
+def test_an_oversized_result_reports_that_the_handler_ran() -> None:
+    handler = Recorder(lambda args: "x" * 200)
+    outcome = single(handler, max_result_bytes=128).attempt(call("probe"))
+    assert outcome == ToolOutcome({"ok": False, "error": "result_too_large"}, handler_ran=True)
+    assert len(handler.runs) == 1
+
+
+def test_the_outcome_record_is_frozen() -> None:
+    outcome = single(Recorder()).attempt(call("probe"))
+    with pytest.raises(AttributeError):
+        outcome.handler_ran = False  # type: ignore[misc]

@@ -143,3 +143,77 @@ def test_envelope_validation_only_ever_raises_validation_error(envelope: dict[st
         return
     assert set(envelope) == {"id", "name", "arguments"}
     assert isinstance(call.arguments, dict)
+
+
+class Probe:
+    """A handler that records every run, and fails (as a shop would) for an unknown sku."""
+
+    def __init__(self, result: Any) -> None:
+        self.runs = 0
+        self.result = result
+
+    def __call__(self, args: BaseModel) -> Any:
+        self.runs += 1
+        if getattr(args, "sku", None) == "SKU-MANGO":
+            raise KeyError(f"no price for SKU-MANGO, {SECRET}")
+        return self.result
+
+
+def probe_dispatcher(authority: str, bound: int, size: int) -> tuple[Dispatcher, dict[str, Probe]]:
+    probes = {
+        "list_stock": (NoArguments, Probe(["SKU"] * (size // 8))),
+        "supplier": (ProductArguments, Probe({"blob": "x" * size})),
+        "draft_order": (DraftArguments, Probe(float("nan") if size % 7 == 0 else "drafted")),
+        "place_order": (ProductArguments, Probe("purchased")),
+        "hidden": (NoArguments, Probe("hidden")),
+    }
+
+    def refuse(call: ToolCall) -> None:
+        raise PermissionError(f"not approved, {SECRET}")
+
+    before_write = {"none": None, "approve": lambda call: None, "refuse": refuse}[authority]
+    tools = [
+        ExecutableTool(tool, tool, model, probe, consequential=tool == "place_order")
+        for tool, (model, probe) in probes.items()
+    ]
+    dispatcher = Dispatcher(
+        tools,
+        allowed=["list_stock", "supplier", "draft_order", "place_order"],
+        before_write=before_write,
+        max_result_bytes=bound,
+    )
+    return dispatcher, {tool: probe for tool, (_, probe) in probes.items()}
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    name=names,
+    raw=arguments,
+    authority=st.sampled_from(["none", "approve", "refuse"]),
+    bound=st.integers(128, 4096),
+    size=st.integers(0, 5000),
+)
+def test_attempt_says_exactly_whether_a_handler_ran_and_why_it_failed(
+    name: str, raw: dict[str, Any], authority: str, bound: int, size: int
+) -> None:
+    call = ToolCall(id="call-1", name=name, arguments=raw)
+    dispatcher, probes = probe_dispatcher(authority, bound, size)
+    outcome = dispatcher.attempt(call)
+    twin, _ = probe_dispatcher(authority, bound, size)
+
+    # The model's view is unchanged: `invoke` is the outcome's observation.
+    assert twin.invoke(call) == outcome.observation
+    ran = [tool for tool, probe in probes.items() if probe.runs]
+    assert ran == ([name] if outcome.handler_ran else [])
+    code = outcome.observation.get("error")
+    assert (outcome.failure is not None) == (code == "tool_failed")
+    assert bool(outcome.argument_problems) == (code == "invalid_arguments")
+    if outcome.failure is not None:
+        # A refusing authority is not a failing handler: the stage says which it was.
+        assert (outcome.failure.stage == "before_write") == (not outcome.handler_ran)
+        assert outcome.failure.error_type in {"PermissionError", "KeyError", "ValueError"}
+    if code == "result_too_large":
+        assert outcome.handler_ran
+    # The operator's detail on arguments names places and rules, never a value sent.
+    assert SECRET not in repr(outcome.argument_problems)
+    assert SECRET not in json.dumps(outcome.observation, allow_nan=False)

@@ -45,7 +45,7 @@ MAX_TOOL_CALLS = 8
 
 # The functions below are chapter 3's listings, unchanged (a test compares them).
 def tool_call(call_id: str, name: str, **arguments: Any) -> AssistantToolCall:
-    """A tool call as a provider hands it over: the arguments are JSON text."""
+    """A tool call in the one form every client hands to the loop: arguments as JSON text."""
     return AssistantToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
 
 

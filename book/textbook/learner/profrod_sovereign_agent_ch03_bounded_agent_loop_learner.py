@@ -2,7 +2,8 @@
 
 The loop asks a model, answers each tool call through chapter 2's dispatcher
 under the call's id, and stops for a reason it names: the model's final answer,
-the step limit, the tool-call limit, or a model error. It builds on the book's
+the step limit, the tool-call limit, a model error, or a reply that reused a
+call id. It builds on the book's
 runtime for the earlier chapters (the messages, the dispatcher, the shop).
 Importing this file defines things and prints nothing; run it to see the
 morning plan.
@@ -33,7 +34,7 @@ from sovereign_agent.tools import Dispatcher, Observation, ToolCall
 
 
 def tool_call(call_id: str, name: str, **arguments: Any) -> AssistantToolCall:
-    """A tool call as a provider hands it over: the arguments are JSON text."""
+    """A tool call in the one form every client hands to the loop: arguments as JSON text."""
     return AssistantToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
 
 
@@ -44,6 +45,7 @@ class StopReason(StrEnum):
     STEP_LIMIT = "step_limit"
     TOOL_CALL_LIMIT = "tool_call_limit"
     MODEL_ERROR = "model_error"
+    DUPLICATE_CALL_ID = "duplicate_call_id"
 
 
 class RunRecord(BaseModel):
@@ -74,15 +76,30 @@ def check_setup(dispatcher: Dispatcher, *, max_steps: int, max_tool_calls: int) 
             raise ValueError(f"tool {name!r} is allowed and consequential, but no before_write")
 
 
-# Arguments for the shop's tools fit in a few dozen characters. The bound keeps
-# a runaway model from making the runtime parse megabytes of text; deep nesting
-# within it is still possible, hence the RecursionError below.
+# Arguments for the shop's tools fit in a few dozen characters and one level of
+# nesting. The bounds keep a runaway model from making the runtime parse
+# megabytes of text, and make deep nesting malformed on every Python version:
+# how deep json.loads itself can go differs from one version to the next.
 MAX_ARGUMENTS_CHARS = 4_096
+MAX_ARGUMENTS_DEPTH = 32
 
 
 def refuse_constant(name: str) -> float:
     """NaN and Infinity are not JSON, though Python's parser accepts them by default."""
     raise ValueError(f"{name} is not JSON")
+
+
+def nested_deeper_than(value: object, depth: int) -> bool:
+    """Whether lists and objects nest more than `depth` levels deep in a parsed JSON value."""
+    level = [value]
+    for _ in range(depth):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return any(isinstance(item, dict | list) for item in level)
 
 
 def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
@@ -91,9 +108,17 @@ def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
         return None
     try:
         arguments = json.loads(raw.arguments_json, parse_constant=refuse_constant)
-        return ToolCall(id=raw.id, name=raw.name, arguments=arguments)
     except (ValueError, RecursionError):
-        # ValueError covers bad JSON and Pydantic's ValidationError alike.
+        # Bad JSON, NaN or Infinity; or nesting deep enough that this
+        # version of Python's parser gave up before our own bound applied.
+        return None
+    if nested_deeper_than(arguments, MAX_ARGUMENTS_DEPTH):
+        return None
+    try:
+        return ToolCall(id=raw.id, name=raw.name, arguments=arguments)
+    except ValueError:
+        # Pydantic's ValidationError is a ValueError: a bad id or name, or
+        # arguments that are not a JSON object.
         return None
 
 
@@ -124,11 +149,10 @@ def run_task(
     check_setup(dispatcher, max_steps=max_steps, max_tool_calls=max_tool_calls)
     messages: list[Message] = [] if system is None else [SystemMessage(content=system)]
     messages.append(UserMessage(content=task))
-    schemas = dispatcher.schemas()
     requested: list[str] = []
     executed: list[str] = []
     refused: list[tuple[str, str]] = []
-    seen_ids: set[str] = set()
+    answered_ids: set[str] = set()
     steps = 0
     dispatched = 0
 
@@ -149,19 +173,32 @@ def run_task(
     while True:
         steps += 1
         try:
-            reply = model.complete(tuple(messages), tools=schemas)
+            # The tools on offer are asked for at every step, not once: what a
+            # run may use can narrow while it runs.
+            reply = model.complete(tuple(messages), tools=dispatcher.schemas())
         except ModelError as error:
             return finish(StopReason.MODEL_ERROR, error=one_line(error))
         messages.append(reply.message)
-        if not reply.message.tool_calls:
+        calls = reply.message.tool_calls
+        if not calls:
             return finish(StopReason.FINAL_ANSWER, answer=reply.message.content)
+        ids = [raw.id for raw in calls]
+        if len(set(ids)) < len(ids) or not answered_ids.isdisjoint(ids):
+            # One id, two answers: no provider accepts that transcript, and no
+            # one could tell which answer belongs to which call. Nothing in
+            # this reply runs, and the run ends here.
+            requested.extend(raw.name for raw in calls)
+            refused.extend((raw.name, "duplicate_call_id") for raw in calls)
+            return finish(StopReason.DUPLICATE_CALL_ID)
+        answered_ids.update(ids)
         # The model gets no step after this one, so nothing it asks for now
         # would ever be read: answer each call with a refusal instead of running it.
         stop = StopReason.STEP_LIMIT if steps == max_steps else None
-        for raw in reply.message.tool_calls:
+        for raw in calls:
             requested.append(raw.name)
             call = parse_tool_call(raw)
-            if call is None or call.id in seen_ids:
+            handler_ran = False
+            if call is None:
                 # A fixed code: the model's own malformed text is never echoed back.
                 observation: Observation = {"ok": False, "error": "malformed_tool_call"}
             elif stop is StopReason.STEP_LIMIT:
@@ -173,10 +210,11 @@ def run_task(
                 stop = StopReason.TOOL_CALL_LIMIT
             else:
                 dispatched += 1
-                observation = dispatcher.invoke(call)
-            if call is not None:
-                seen_ids.add(call.id)
-            if observation.get("ok") is True:
+                outcome = dispatcher.attempt(call)
+                observation, handler_ran = outcome.observation, outcome.handler_ran
+            # A call whose handler ran is executed, whatever the model was told:
+            # a handler that failed, or whose result was too large, still ran.
+            if handler_ran:
                 executed.append(raw.name)
             else:
                 refused.append((raw.name, str(observation["error"])))

@@ -20,7 +20,11 @@ __all__ = ["to_json", "write_csv", "write_json", "write_table"]
 
 
 def to_json(book: int, reports: Sequence[SubmissionReport]) -> dict[str, Any]:
-    """The report's shape, fixed by FORMAT.md, plus each check's `outcome`."""
+    """The JSON report: per submission its total, its maximum and every check.
+
+    Instructors' tools read `submission`, `total`, `max` and each check's `id`,
+    `points`, `max_points`, `passed` and `feedback`; those keys stay stable.
+    """
     return {
         "book": book,
         "submissions": [

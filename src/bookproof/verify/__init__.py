@@ -1,8 +1,8 @@
 """The book verifier: runs every chapter's listings and proves their printed output.
 
-The chapter format it reads: fenced blocks `python`, `python skip`,
-`python raises=Name`, `output` (paired with the listing just above it) and
-`checkpoint-output`. One module per job:
+The contract is the project's chapter format, `book/FORMAT.md`: fenced blocks
+`python`, `python skip`, `python raises=Name`, `output` (paired with the
+listing just above it) and `checkpoint-output`. One module per job:
 
 - `manifest`: book.toml into typed chapter records (errors name file:line);
 - `files`: reading a named file, with a one-line reason for each way it fails;

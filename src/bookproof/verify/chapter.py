@@ -81,7 +81,7 @@ def split_lines(text: str) -> list[str]:
 
 
 def classify_info(info: str) -> tuple[FenceKind, str | None]:
-    """The fence kind for an info string; anything outside the format's five is only shown."""
+    """The fence kind for an info string, read exactly as book/FORMAT.md's table says."""
     words = info.split()
     if words == ["python"]:
         return "python", None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["MASK", "MIN_END", "MIN_FRAGMENT", "one_line", "redact"]
+__all__ = ["MASK", "MIN_END", "MIN_FRAGMENT", "printable_line", "redact"]
 
 MASK = "***"
 # A run of this many characters of a key is masked wherever it appears. Shorter
@@ -59,7 +59,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return "".join(kept)
 
 
-def one_line(text: str, secrets: Iterable[str], *, limit: int) -> str:
+def printable_line(text: str, secrets: Iterable[str], *, limit: int) -> str:
     """Printable, on one line, redacted, at most `limit` characters.
 
     Lone surrogates and control characters become U+FFFD: printing them would

@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sovereign_agent.models._redact import one_line
+from sovereign_agent.models._redact import printable_line
 from sovereign_agent.models._transport import open_before
 from sovereign_agent.models.base import (
     ModelConfigurationError,
@@ -237,7 +237,7 @@ def _reason(error: BaseException, secrets: tuple[str, ...]) -> str:
         return "the server closed the connection without a reply"
     if isinstance(error, _DROPPED):
         return "connection reset"
-    return one_line(str(error) or type(error).__name__, secrets, limit=MAX_ERROR_CHARS)
+    return printable_line(str(error) or type(error).__name__, secrets, limit=MAX_ERROR_CHARS)
 
 
 @dataclass(frozen=True)
@@ -270,7 +270,7 @@ def _http_failure(
     if 300 <= status <= 399:
         message = "redirects are not followed (the key would travel with them)"
     else:
-        message = one_line(_provider_message(body), secrets, limit=MAX_ERROR_CHARS)
+        message = printable_line(_provider_message(body), secrets, limit=MAX_ERROR_CHARS)
     retry_after = parse_retry_after(
         error.headers.get("Retry-After") if error.headers else None,
         cap=settings.max_retry_wait_s,
@@ -321,7 +321,7 @@ def _attempt(
             return timed_out
         if isinstance(reason, BaseException):
             return unreachable(reason, retryable=isinstance(reason, _DROPPED))
-        text = one_line(str(reason), secrets, limit=MAX_ERROR_CHARS)
+        text = printable_line(str(reason), secrets, limit=MAX_ERROR_CHARS)
         return _Failed(f"cannot reach {shown}: {text}", ModelUnavailableError, retryable=False)
     except TimeoutError:
         return timed_out

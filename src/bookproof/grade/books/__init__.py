@@ -20,7 +20,7 @@ Rules every book module follows (the grader enforces the first two):
   process dies in one trial, the grader restarts it for the next trials, so a
   hang in one function costs only the checks that needed it.
 - Use `rng` for every value the exercise allows to vary (extra products,
-  prices, quantities, call ids, probe names), alongside the spec's fixed
+  prices, quantities, call ids, probe names), alongside the book's fixed
   numbers, and compute the expected values in the judge's closure yourself:
   never by calling the submission, and never from a value it returned.
 - Judges return None (passed) or a short reason written by you; they may

@@ -36,8 +36,8 @@ S_SNAPSHOT = f"{_CH}, '1.2 The snapshot'"
 S_REQUEST = f"{_CH}, '1.3 Composing the request'"
 S_SENDING = f"{_CH}, '1.4 Sending it'"
 S_FAILS = f"{_CH}, '1.9 When a real call fails'"
-S_UNIT_A = f"{_CH}, '1.11 Exercises' (Exercise Book 1, Unit A)"
-S_UNIT_B = f"{_CH}, '1.11 Exercises' (Exercise Book 1, Unit B)"
+S_UNIT_A = f"{_CH}, '1.12 Exercises' (Exercise Book 1, Unit A)"
+S_UNIT_B = f"{_CH}, '1.12 Exercises' (Exercise Book 1, Unit B)"
 
 BRIEF_FIELDS = ("sku", "name", "on_hand", "reorder_point")
 FUNCTIONS = (

@@ -1,12 +1,12 @@
 """Exercise Book 2: the checks for a submission's `shop_tools.py`.
 
-The graded interface (BOOK.md, "Exercise Book 2 and Solutions 2"):
+The graded interface (exercises/book02/README.md):
 `replenishment_need(row) -> int` and
 `build_tools(shop, prices, *, extra_tools=(), allowed=None)` returning a
 dispatcher with `schemas()` and `invoke(call)`.
 
 Every expected value below is computed here, from data this module chose,
-with the spec's fixed numbers (1,300, 1,400, 9, 1,500 ...) written as
+with the exercise book's fixed numbers (1,300, 1,400, 9, 1,500 ...) written as
 literals beside randomised extras, so a submission can neither precompute
 an answer nor have its own helper mark itself right.
 """
@@ -52,8 +52,8 @@ S_TOOL = f"{_CH}, '2.6 The tool record'"
 S_DISPATCHER = f"{_CH}, '2.8 The dispatcher and its order of checks'"
 S_OWN_SHOP = f"{_CH}, '2.9 One dispatcher, its own shop'"
 S_REFUSALS = f"{_CH}, '2.10 Refusals, one by one'"
-S_UNIT_A = f"{_CH}, '2.14 Exercises' (Exercise Book 2, Unit A)"
-S_UNIT_B = f"{_CH}, '2.14 Exercises' (Exercise Book 2, Unit B)"
+S_UNIT_A = f"{_CH}, '2.15 Exercises' (Exercise Book 2, Unit A)"
+S_UNIT_B = f"{_CH}, '2.15 Exercises' (Exercise Book 2, Unit B)"
 
 SUPPLIER = "lucy-local"
 CURRENCY = "GBP"

@@ -45,8 +45,8 @@ S_PARSE = f"{_CH}, '3.6 Reading a request the model wrote'"
 S_LOOP = f"{_CH}, '3.8 The loop'"
 S_PLAN = f"{_CH}, '3.9 Lucy's morning plan, offline'"
 S_FAILURES = f"{_CH}, '3.10 Failures, one by one'"
-S_UNIT_A = f"{_CH}, '3.13 Exercises' (Exercise Book 3, Unit A)"
-S_UNIT_B = f"{_CH}, '3.13 Exercises' (Exercise Book 3, Unit B)"
+S_UNIT_A = f"{_CH}, '3.14 Exercises' (Exercise Book 3, Unit A)"
+S_UNIT_B = f"{_CH}, '3.14 Exercises' (Exercise Book 3, Unit B)"
 
 VANILLA = "SKU-VANILLA"
 STRAWBERRY = "SKU-STRAWBERRY"
@@ -622,9 +622,12 @@ def _ex1_delivery_recovers(rng: random.Random) -> Trial:
             return "next_move should still reach a final answer within 6 steps."
         if _drafts(run) != expected:
             return "The final drafts should be each product once, at its need after the delivery."
+        # The shop refuses a stale draft inside its handler: the call ran, so it
+        # is executed, and its answer is tool_failed.
+        failed = [o for o in _observations(run) if same(_refused("tool_failed"), o)]
         return _when(
-            run["refused"] == [["draft_order", "tool_failed"]] * 2,
-            "Only the two drafts made from the old stock report should have been refused.",
+            len(failed) == 2 and run["refused"] == [],
+            "Only the two drafts made from the old stock report should have failed.",
         )
 
     return Trial((_next_move(rows, prices, delivery),), judge)
@@ -705,9 +708,17 @@ def _ex2_repeat_stops(rng: random.Random) -> Trial:
             return "The repeat should end the run with repeated_refusal after 2 steps."
         if not same([[a, _refused(code)], [b, REPEATED]], run["answers"]):
             return "The repeat should be answered repeated_refusal under its own id, and not run."
+        # A draft the shop refused ran its handler (executed); an unknown tool never did.
+        first_ran = code == "tool_failed"
+        executed = [name] if first_ran else []
+        refused = (
+            [[name, "repeated_refusal"]]
+            if first_ran
+            else [[name, code], [name, "repeated_refusal"]]
+        )
         return _when(
-            run["executed"] == [] and run["refused"] == [[name, code], [name, "repeated_refusal"]],
-            "The trajectories should show one refusal by the dispatcher, then the repeat.",
+            run["executed"] == executed and run["refused"] == refused,
+            "The trajectories should show the dispatcher's first answer, then the repeat.",
         )
 
     return Trial((_scripted(replies, _shop_rows(), _prices(), 5, 5),), judge)
@@ -755,8 +766,9 @@ def _ex2_not_a_repeat(rng: random.Random) -> Trial:
         if run["stop_reason"] != "final_answer":
             return "No request here repeats a refused one: the run should reach its final answer."
         return _when(
-            run["executed"] == ["draft_order", "list_stock", "list_stock"],
-            "The 6-tub draft and both stock reports should have run.",
+            run["executed"] == ["draft_order", "draft_order", "list_stock", "list_stock"],
+            "Both drafts (the shop refuses the first inside its handler) and both stock "
+            "reports should have run.",
         )
 
     return Trial((_scripted(replies, _shop_rows(), _prices(), 8, 8),), judge)

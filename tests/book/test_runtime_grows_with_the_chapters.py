@@ -1,0 +1,115 @@
+"""The runtime holds the latest version of every definition the book teaches.
+
+`src/sovereign_agent/` grows chapter by chapter. When a chapter's learner file
+defines a function or class that the runtime also defines, the runtime's
+definition must be the one from the LATEST drafted chapter whose learner file
+defines that name (same syntax tree, positions ignored). A chapter that
+changes `Dispatcher` or `run_task` therefore shows the new version, its
+learner file carries it, and the runtime follows; an earlier chapter's older
+version is no longer the runtime's, and never needs to be.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTBOOK = ROOT / "book/textbook"
+RUNTIME = ROOT / "src/sovereign_agent"
+
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+@dataclass(frozen=True)
+class Taught:
+    """One chapter's version of a definition: where it is, and its syntax tree."""
+
+    chapter: int
+    learner: Path
+    tree: str
+
+
+def definitions(path: Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return {
+        node.name: ast.dump(node, include_attributes=False)
+        for node in tree.body
+        if isinstance(node, _Definition)
+    }
+
+
+def latest_taught() -> dict[str, Taught]:
+    """For every name a drafted learner file defines, the highest-numbered chapter's version."""
+    manifest = tomllib.loads((TEXTBOOK / "book.toml").read_text(encoding="utf-8"))
+    drafted = sorted(
+        (c for c in manifest["chapters"] if c["status"] == "drafted"), key=lambda c: c["number"]
+    )
+    latest: dict[str, Taught] = {}
+    for chapter in drafted:
+        learner = TEXTBOOK / chapter["learner"]
+        for name, tree in definitions(learner).items():
+            latest[name] = Taught(chapter["number"], learner, tree)
+    return latest
+
+
+LATEST = latest_taught()
+
+
+def runtime_definitions() -> list[tuple[Path, str, str]]:
+    """(module, name, syntax tree) of every top-level definition in the runtime."""
+    return [
+        (module, name, tree)
+        for module in sorted(RUNTIME.rglob("*.py"))
+        for name, tree in definitions(module).items()
+    ]
+
+
+TAUGHT_IN_RUNTIME = [
+    (module, name, tree) for module, name, tree in runtime_definitions() if name in LATEST
+]
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "tree"),
+    TAUGHT_IN_RUNTIME,
+    ids=[f"{m.relative_to(RUNTIME)}:{n}" for m, n, _ in TAUGHT_IN_RUNTIME],
+)
+def test_the_runtime_definition_is_the_latest_chapters_learner_definition(
+    module: Path, name: str, tree: str
+) -> None:
+    taught = LATEST[name]
+    assert tree == taught.tree, (
+        f"{name} in {module.relative_to(ROOT)} differs from chapter {taught.chapter}'s "
+        f"learner file ({taught.learner.relative_to(ROOT)}), the latest chapter that defines it"
+    )
+
+
+def test_the_rule_covers_what_chapters_2_and_3_teach() -> None:
+    # Guards the test itself: a broken manifest read or a renamed folder must
+    # not let it pass by comparing nothing.
+    covered = {name for _, name, _ in TAUGHT_IN_RUNTIME}
+    assert {
+        "ToolCall",
+        "ExecutableTool",
+        "ToolOutcome",
+        "Dispatcher",
+        "build_tools",
+        "replenishment_need",
+        "StopReason",
+        "RunRecord",
+        "run_task",
+    } <= covered
+
+
+def test_a_name_redefined_by_a_later_chapter_is_held_to_the_later_version() -> None:
+    # Chapter 1 and chapter 2 both define replenishment_need; the runtime's is chapter 2's.
+    assert LATEST["replenishment_need"].chapter == 2
+    chapter_1 = definitions(
+        TEXTBOOK / "learner/profrod_sovereign_agent_ch01_first_model_call_learner.py"
+    )
+    assert chapter_1["replenishment_need"] != LATEST["replenishment_need"].tree
