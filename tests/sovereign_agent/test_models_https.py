@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 import ssl
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,3 +80,39 @@ def test_a_reply_trickling_through_tls_ends_at_the_deadline(
     with pytest.raises(ModelUnavailableError, match=r"within 0\.5 s$"):
         client.complete(HI)
     assert time.monotonic() - started < 0.5 + 2.0  # the deadline, and a busy machine's margin
+
+
+def test_a_tls_handshake_that_trickles_in_ends_at_the_deadline() -> None:
+    # A TLS record header announcing 16 KiB, then one byte at a time, each
+    # well within any per-read timeout: the handshake as a whole must still
+    # end by the attempt's deadline.
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        stop = threading.Event()
+
+        def trickle() -> None:
+            connection, _ = server.accept()
+            with connection:
+                try:
+                    connection.sendall(b"\x16\x03\x03\x40\x00")
+                    while not stop.wait(0.05):
+                        connection.sendall(b"\x00")
+                except OSError:
+                    pass  # the client hung up: what the test expects
+
+        thread = threading.Thread(target=trickle, daemon=True)
+        thread.start()
+        options = HTTPSettings(timeout_s=0.5, max_retries=0)
+        client = OpenAICompatibleClient(
+            "m", base_url=f"https://127.0.0.1:{port}/v1", settings=options
+        )
+        started = time.monotonic()
+        try:
+            with pytest.raises(ModelUnavailableError, match=r"within 0\.5 s$"):
+                client.complete(HI)
+            assert time.monotonic() - started < 0.5 + 2.0
+        finally:
+            stop.set()
+            thread.join(timeout=5)

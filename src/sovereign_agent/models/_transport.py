@@ -95,7 +95,8 @@ class _HTTPConnection(http.client.HTTPConnection):
         self._deadline = deadline
 
     def connect(self) -> None:
-        # For HTTPS the TLS handshake happens in here, under the connection's timeout.
+        # For HTTPS the TLS handshake happens in here: the `ssl` module bounds
+        # the whole handshake by the socket's timeout, the time left.
         super().connect()
         self.sock = _DeadlineSocket(self.sock, self._deadline)
 

@@ -294,6 +294,25 @@ def _attempt(
     settings: HTTPSettings,
 ) -> bytes | _Failed:
     """One request and its whole reply, or why it failed; nothing here raises."""
+    timed_out = _Failed(f"no reply from {shown} within {limit_s:g} s", ModelUnavailableError, True)
+    outcome = _exchange(request, deadline, shown, secrets, settings, timed_out)
+    late = time.monotonic() >= deadline
+    if late and isinstance(outcome, _Failed) and outcome.kind is not ModelHTTPError:
+        # Whatever broke once the deadline had passed (a socket shut under a
+        # TLS handshake, a read cut short) broke because time ran out.
+        return timed_out
+    return outcome
+
+
+def _exchange(
+    request: urllib.request.Request,
+    deadline: float,
+    shown: str,
+    secrets: tuple[str, ...],
+    settings: HTTPSettings,
+    timed_out: _Failed,
+) -> bytes | _Failed:
+    """The request sent and its reply read whole, or the failure, classified."""
 
     def unreachable(error: BaseException, *, retryable: bool) -> _Failed:
         reason = _reason(error, secrets)
@@ -303,7 +322,6 @@ def _attempt(
         message = f"the reply from {shown} ended before its announced length"
         return _Failed(message, ModelResponseError, retryable=False)
 
-    timed_out = _Failed(f"no reply from {shown} within {limit_s:g} s", ModelUnavailableError, True)
     try:
         with open_before(request, deadline) as response:
             raw = response.read(MAX_REPLY_BYTES + 1)
