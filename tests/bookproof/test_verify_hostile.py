@@ -190,3 +190,43 @@ def test_every_hostile_chapter_at_once_leaves_the_good_one_intact(
     assert good["ok"]
     assert all(not chapter["ok"] and chapter["failures"] for chapter in hostile)
     assert_none_running([int(line) for line in pids.read_text().split()])
+
+
+def test_a_listing_writing_to_stderr_without_end_still_meets_its_time_limit(
+    tmp_path: Path,
+) -> None:
+    chapter = tmp_path / "noise.md"
+    chapter.write_text(
+        '# Noise\n\n```python\nimport sys\n\nwhile True:\n    sys.stderr.write("noise\\n")\n```\n',
+        encoding="utf-8",
+    )
+    completed, report, peak_kib = verify_measured(tmp_path, chapter, "--timeout", "2")
+    assert completed.returncode == 1
+    assert peak_kib < MEMORY_BOUND_KIB
+    assert failures(report["chapters"][0]) == [(3, "timeout")]
+
+
+def test_a_worker_that_dies_while_its_forked_child_holds_the_channel_is_a_crash(
+    tmp_path: Path,
+) -> None:
+    pids = tmp_path / "pids"
+    pids.touch()
+    chapter = tmp_path / "dies.md"
+    chapter.write_text(
+        "# Dies\n\n```python\nimport os, time\n\nchild = os.fork()\nif child == 0:\n"
+        "    time.sleep(1000)\n"
+        'with open(os.environ["HOSTILE_PIDS"], "a") as pids:\n    pids.write(f"{child}\\n")\n'
+        "os._exit(7)\n```\n",
+        encoding="utf-8",
+    )
+    started = time.monotonic()
+    completed, report, _ = verify_measured(
+        tmp_path, chapter, "--timeout", "60", env={**os.environ, "HOSTILE_PIDS": str(pids)}
+    )
+    # Found at once, from the worker's exit status, not at the time limit.
+    assert time.monotonic() - started < 30
+    assert completed.returncode == 1
+    (failure,) = report["chapters"][0]["failures"]
+    assert (failure["line"], failure["kind"]) == (3, "crash")
+    assert "the worker process ended (exit status 7) while running it" in failure["message"]
+    assert_none_running([int(line) for line in pids.read_text().split()])

@@ -53,6 +53,8 @@ MAX_PROCESS_OUTPUT = 1_000_000
 _MAX_FRAME = 8 * 1024 * 1024
 # How often a run whose pipes stay open is checked for having exited.
 _POLL_S = 0.1
+# How long the pipes of a run that has exited are still read.
+_DRAIN_S = 0.5
 
 _IMPORT_LEARNER = """\
 import importlib.util, os, sys
@@ -220,6 +222,37 @@ def _listing_run(message: dict[str, Any], index: int) -> ListingRun:
     )
 
 
+class _Replies:
+    """The worker's messages so far, in the only order it sends them:
+    `ready`, one `result` per listing, `done`."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.started = False
+        self.done = False
+        self.runs: list[ListingRun] = []
+
+    def take(self, message: dict[str, Any]) -> None:
+        event = message.get("event")
+        if event == "ready" and not self.started:
+            self.started = True
+        elif event == "result" and self.started and not self.done:
+            self.runs.append(_listing_run(message, len(self.runs)))
+        elif event == "done" and self.started and len(self.runs) == self.expected:
+            self.done = True
+        else:
+            raise _Tampered(f"an unexpected {event!r} message")
+
+
+def _drain(descriptor: int, sink: Tail) -> None:
+    """Read what is already in a pipe, without waiting for more."""
+    while select.select([descriptor], [], [], 0)[0]:
+        chunk = os.read(descriptor, 65536)
+        if not chunk:
+            return
+        sink.feed(chunk)
+
+
 def _ended(status: int) -> str:
     if status == EXIT_OWN_DESCRIPTORS:
         return "the listing closed or replaced the worker's own file descriptors"
@@ -267,61 +300,56 @@ def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> L
     channel, errors = child.stdout.fileno(), child.stderr.fileno()
     frames = _Frames(key)
     stderr = Tail(_STDERR_TAIL)
-    runs: list[ListingRun] = []
-    started = False
-    done = False
+    replies = _Replies(expected=len(listings))
     stopped: str | None = None
     stopped_kind: Literal["timeout", "crash"] | None = None
     deadline = time.monotonic() + timeout
     open_streams = {channel, errors}
-    while not done and stopped is None:
-        ready, _, _ = select.select(list(open_streams), [], [], max(deadline - time.monotonic(), 0))
-        if not ready:
+    while not replies.done and stopped is None:
+        remaining = deadline - time.monotonic()
+        ready, _, _ = select.select(list(open_streams), [], [], max(min(remaining, _POLL_S), 0))
+        for descriptor in ready:
+            chunk = os.read(descriptor, 65536)
+            if not chunk:
+                open_streams.discard(descriptor)
+            elif descriptor == errors:
+                stderr.feed(chunk)
+            else:
+                try:
+                    for message in frames.feed(chunk):
+                        replies.take(message)
+                        deadline = time.monotonic() + timeout
+                except _Tampered as error:
+                    stopped_kind = "crash"
+                    stopped = (
+                        "the listing wrote to the verifier's private channel, so nothing the "
+                        f"worker reported after it can be trusted ({error})"
+                    )
+        if replies.done or stopped is not None:
+            break
+        # A listing writing to stderr without end must not outlast its time
+        # limit; and a process it forked may hold the channel open after the
+        # worker died, so the worker itself is asked whenever nothing came.
+        late = time.monotonic() >= deadline
+        status = child.process.poll() if late or not ready else None
+        if status is not None:
+            _drain(errors, stderr)
+            tail = stderr.data.decode("utf-8", errors="replace")
+            stopped_kind = "crash"
+            stopped = _ended(status) + (f"; its stderr ends with:\n{tail}" if tail else "")
+        elif late:
             stopped_kind = "timeout"
             stopped = (
                 f"the listing did not finish within {timeout:g} s (--timeout)"
-                if started
+                if replies.started
                 else f"the worker did not start within {timeout:g} s"
-            )
-            break
-        if errors in ready:
-            chunk = os.read(errors, 65536)
-            if chunk:
-                stderr.feed(chunk)
-            else:
-                open_streams.discard(errors)
-        if channel not in ready:
-            continue
-        chunk = os.read(channel, 65536)
-        if not chunk:
-            status = child.process.wait()
-            stopped_kind = "crash"
-            tail = stderr.data.decode("utf-8", errors="replace")
-            stopped = _ended(status) + (f"; its stderr ends with:\n{tail}" if tail else "")
-            break
-        try:
-            for message in frames.feed(chunk):
-                event = message.get("event")
-                if event == "ready" and not started:
-                    started = True
-                elif event == "result" and started:
-                    runs.append(_listing_run(message, len(runs)))
-                elif event == "done" and started and len(runs) == len(listings):
-                    done = True
-                else:
-                    raise _Tampered(f"an unexpected {event!r} message")
-                deadline = time.monotonic() + timeout
-        except _Tampered as error:
-            stopped_kind = "crash"
-            stopped = (
-                "the listing wrote to the verifier's private channel, so nothing the worker "
-                f"reported after it can be trusted ({error})"
             )
     partial = ""
     if stopped_kind == "timeout":
         partial = _salvage_stdout(child.process.pid)
+    done = replies.done
     _, leftovers = finish(child, kill=not done)
-    finished = tuple(runs)
+    finished = tuple(replies.runs)
     return ListingsRun(
         runs=finished,
         stopped=None if done else stopped,
@@ -354,19 +382,21 @@ def _run_process(command: list[str], timeout: float) -> ProcessRun:
     deadline = time.monotonic() + timeout
     timed_out = False
     while sinks and not stdout.overflowed:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            timed_out = True
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = child.process.poll() is None
             break
-        ready, _, _ = select.select(list(sinks), [], [], min(remaining, _POLL_S))
+        if child.process.poll() is not None:
+            # It exited, but a process it left behind may hold its pipes open
+            # (and keep writing): what is already there is read, no more.
+            deadline = min(deadline, now + _DRAIN_S)
+        ready, _, _ = select.select(list(sinks), [], [], min(deadline - now, _POLL_S))
         for descriptor in ready:
             chunk = os.read(descriptor, 65536)
             if chunk:
                 sinks[descriptor].feed(chunk)
             else:
                 del sinks[descriptor]
-        if not ready and child.process.poll() is not None:
-            break  # it exited, and something it left behind holds its pipes open
     stopped = timed_out or stdout.overflowed
     status, leftovers = finish(child, kill=stopped)
     return ProcessRun(
