@@ -186,12 +186,12 @@ class _Oracle:
         assert self._process.stdout is not None
         deadline = time.monotonic() + timeout
         stdout = self._process.stdout.fileno()
-        while not self._output.ready:
+        while not self._output.started():
             if exited(self._process) or time.monotonic() > deadline:
                 stop(self._process, close_streams=False)
                 self._output.drain(self._process.stdout, "stdout")
                 self._output.drain(self._process.stderr, "stderr")
-                if not self._output.ready:
+                if not self._output.started():
                     raise self._output.never_started(self._process)
                 break
             readable, _, _ = select.select([stdout], [], [], 0.2)
@@ -327,6 +327,6 @@ def _watch(learner: subprocess.Popen[bytes], variant: Check | None, limits: Limi
     status = learner.wait()
     output.drain(learner.stdout, "stdout")
     output.drain(learner.stderr, "stderr")
-    if not output.ready:
+    if not output.started():
         raise output.never_started(learner)
     return _Run(variant, status)

@@ -86,8 +86,8 @@ class Output:
         self.head = b""
         self.tail = b""
 
-    @property
-    def ready(self) -> bool:
+    def started(self) -> bool:
+        """Whether stdout began with the ready line (read it afresh: it changes as data comes)."""
         return self.head.startswith(READY)
 
     def take(self, data: bytes, stream: str) -> bool:
@@ -303,7 +303,7 @@ class Session:
         process = self._process
         self._stop_and_drain()
         self.close()
-        if how == "ended" and not self._output.ready:
+        if how == "ended" and not self._output.started():
             raise self._output.never_started(process)
         if how == "timeout":
             raise ChildGone(
