@@ -41,6 +41,7 @@ __all__ = [
     "Check",
     "Kind",
     "LearnerTests",
+    "ObjectKind",
     "Surface",
     "Trial",
     "TrialFunction",
