@@ -131,14 +131,19 @@ def load_factory(reference: str) -> Callable[..., Any]:
     return factory  # type: ignore[no-any-return]
 
 
-def dispatcher_for(setup: SetupRecord | None, override: str | None = None) -> Dispatcher:
+def dispatcher_for(
+    setup: SetupRecord | None, override: str | Callable[..., Dispatcher] | None = None
+) -> Dispatcher:
     """The dispatcher a recorded run started with, built again.
 
-    `override` (the --setup option) names the factory to call instead of the
-    recorded one; it gets the recorded arguments when the trace has them.
+    `override` (the --setup option, or a function from Python) is the factory
+    to call instead of the recorded one; it gets the recorded arguments when
+    the trace has them.
     """
     arguments: Mapping[str, Any] = {} if setup is None else setup.arguments
-    if override is not None:
+    if callable(override):
+        factory: Callable[..., Any] = override
+    elif override is not None:
         factory = load_factory(override)
     elif setup is None:
         raise ReplaySetupError(
@@ -369,7 +374,9 @@ class _Checker:
             )
 
 
-def replay_run(run: RecordedRun, *, setup: str | None = None) -> ReplayReport:
+def replay_run(
+    run: RecordedRun, *, setup: str | Callable[..., Dispatcher] | None = None
+) -> ReplayReport:
     """Replay one complete recorded run; `setup` overrides its setup (see `dispatcher_for`).
 
     Raises ReplaySetupError when the tools cannot be built again; a
