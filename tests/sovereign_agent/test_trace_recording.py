@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +58,7 @@ def record(
     recorder = Recorder(
         events.append,
         clock=ticking(),
-        now=lambda: datetime(2025, 6, 2, 7, 30, tzinfo=UTC),
+        wall_clock=lambda: 1_748_849_400_000_000_000,
         new_run_id=lambda: "run-1",
     )
     run = run_task(
@@ -111,7 +110,7 @@ def test_run_started_records_the_task_the_bounds_the_model_and_how_to_rebuild_th
     events, _ = record(PLAN, system="Be brief.")
     started = events[0]
     assert started["gen_ai.operation.name"] == "invoke_agent"
-    assert started["time"] == "2025-06-02T07:30:00.000+00:00"
+    assert started["time_unix_nano"] == 1_748_849_400_000_000_000
     assert started["task"] == TASK
     assert started["gen_ai.system_instructions"] == "Be brief."
     assert (started["max_steps"], started["max_tool_calls"]) == (6, 8)

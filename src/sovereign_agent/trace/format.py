@@ -88,7 +88,7 @@ class _Envelope(BaseModel):
 
 class RunStartedEvent(_Envelope):
     event: Literal["run_started"]
-    time: str
+    time_unix_nano: int = Field(ge=0)
     model: str
     request_model: str | None = Field(alias="gen_ai.request.model")
     task: str
