@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import nbformat
 import pytest
+from exercise_books import hand_in as hand_in_module
+from exercise_books import notebook_script, run_in
 
-from bookproof.notebooks.build import EXERCISE_TAG, notebook_json
+from bookproof.notebooks.build import notebook_json
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "exercises" / "book05"
@@ -25,23 +24,7 @@ DOOR = "# --- The grader's door"
 
 
 def hand_in(tmp_path: Path, shop_store: str) -> Path:
-    folder = tmp_path / "hand-in"
-    folder.mkdir()
-    (folder / "shop_store.py").write_text(shop_store, encoding="utf-8")
-    for path in SOLUTIONS.glob("test_*.py"):
-        shutil.copyfile(path, folder / path.name)
-    return folder
-
-
-def run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *argv],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return hand_in_module(tmp_path, SOLUTIONS, "shop_store.py", shop_store)
 
 
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
@@ -144,15 +127,6 @@ def test_the_notebooks_are_generated_from_their_plans(unit: str) -> None:
     plan = BOOK / f"{unit}.md"
     expected = notebook_json(plan.read_text(encoding="utf-8"), source_name=plan.name)
     assert (BOOK / f"{unit}.ipynb").read_text(encoding="utf-8") == expected
-
-
-def notebook_script(notebook: Path) -> str:
-    cells = nbformat.read(notebook, as_version=4).cells
-    return "\n\n".join(
-        cell.source
-        for cell in cells
-        if cell.cell_type == "code" and EXERCISE_TAG not in cell.metadata.get("tags", [])
-    )
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,51 @@
+"""What the tests of an exercise book share: a hand-in folder, a child Python, a notebook's cells.
+
+A hand-in is a fresh folder holding one module (the starter, the reference
+solution, or a faulty version of it) and the solution's learner-side tests,
+run by a real Python subprocess from inside the folder, as a learner runs them.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from bookproof.notebooks.build import EXERCISE_TAG
+
+__all__ = ["hand_in", "notebook_script", "run_in"]
+
+
+def hand_in(tmp_path: Path, solutions: Path, module: str, text: str) -> Path:
+    """A folder holding `module` with `text`, and every `test_*.py` of `solutions`."""
+    folder = tmp_path / "hand-in"
+    folder.mkdir()
+    (folder / module).write_text(text, encoding="utf-8")
+    for path in solutions.glob("test_*.py"):
+        shutil.copyfile(path, folder / path.name)
+    return folder
+
+
+def run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """Run the test interpreter with `argv` from inside `folder`."""
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def notebook_script(notebook: Path) -> str:
+    """A notebook's code cells, those tagged as exercises left out, as one script."""
+    cells = nbformat.read(notebook, as_version=4).cells
+    return "\n\n".join(
+        cell.source
+        for cell in cells
+        if cell.cell_type == "code" and EXERCISE_TAG not in cell.metadata.get("tags", [])
+    )
