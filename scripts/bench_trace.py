@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         trace = str(Path(scratch) / "bench.jsonl")
 
-        def plan() -> RunRecord:
+        def plan(recorder: Recorder | None = None) -> RunRecord:
             return run_task(
                 ScriptedModel(script),
                 build_tools(shop),
@@ -82,20 +82,13 @@ def main(argv: list[str] | None = None) -> int:
                 max_steps=6,
                 max_tool_calls=8,
                 system=system,
+                recorder=recorder,
             )
 
         def events_only() -> RunRecord:
             # Every event built and handed to a sink that keeps nothing: what
             # recording costs before any encoding or writing.
-            return run_task(
-                ScriptedModel(script),
-                build_tools(shop),
-                task,
-                max_steps=6,
-                max_tool_calls=8,
-                system=system,
-                recorder=Recorder(lambda event: None),
-            )
+            return plan(Recorder(lambda event: None))
 
         def unset() -> object:
             return os.environ.pop(TRACE_VARIABLE, None)
