@@ -7,6 +7,12 @@ safe to show it again; the operator gets a `ToolOutcome`, which also says
 whether the handler ran and, for a failure, what the model must never see.
 Errors a caller can act on are values; programming defects raise.
 
+Chapter 4 adds two options, both off unless asked for: safe hints, which let an
+`invalid_arguments` observation say which declared field failed and what it
+expects (from the schema alone, never from what the model sent), and a
+`Setup`, the recipe a trace records so that a replay can build the same
+dispatcher again.
+
 The definitions below are the ones chapter 2 prints, line for line (a test
 compares their syntax trees with the latest learner file that defines them).
 """
@@ -29,9 +35,12 @@ __all__ = [
     "ExecutableTool",
     "FailureStage",
     "Observation",
+    "Setup",
     "ToolCall",
     "ToolFailure",
     "ToolOutcome",
+    "expected_value",
+    "safe_hints",
 ]
 
 Observation = dict[str, Any]
@@ -137,6 +146,19 @@ class ToolOutcome:
     argument_problems: tuple[ArgumentProblem, ...] = ()
 
 
+@dataclass(frozen=True)
+class Setup:
+    """How to build a dispatcher again: an importable factory and the arguments it was given.
+
+    `factory` is `package.module:function`; `arguments` are the keyword
+    arguments, plain JSON data. A trace writes both when a run starts, so a
+    replay in another process, on another day, starts from the same tools.
+    """
+
+    factory: str
+    arguments: Mapping[str, Any]
+
+
 def _refusal(error: str) -> Observation:
     # A refusal carries a fixed code only: never the exception text, never the
     # submitted values, so an observation can neither leak nor be steered.
@@ -158,6 +180,52 @@ def _argument_problems(error: ValidationError) -> tuple[ArgumentProblem, ...]:
     )
 
 
+def expected_value(schema: Mapping[str, Any]) -> str:
+    """What one JSON schema accepts, in a few words: its type, then its bounds."""
+    if "anyOf" in schema:
+        return " or ".join(expected_value(option) for option in schema["anyOf"])
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(value) for value in schema["enum"])
+    signs = {"exclusiveMinimum": ">", "minimum": ">=", "exclusiveMaximum": "<", "maximum": "<="}
+    bounds = [f"{sign} {schema[key]}" for key, sign in signs.items() if key in schema]
+    if "minLength" in schema or "maxLength" in schema:
+        low, high = schema.get("minLength", 0), schema.get("maxLength", "any number of")
+        bounds.append(f"of {low} to {high} characters")
+    if "pattern" in schema:
+        bounds.append(f"matching {schema['pattern']}")
+    kind = str(schema.get("type", "value"))
+    return f"{kind} {' and '.join(bounds)}" if bounds else kind
+
+
+def safe_hints(
+    parameters: Mapping[str, Any], problems: Iterable[ArgumentProblem]
+) -> list[dict[str, Any]]:
+    """What a refused request got wrong, in words built from the schema alone.
+
+    A hint names a field the schema declares and what that field expects. It
+    never repeats a value the model sent, nor a key the model invented: both
+    came from the model, and an observation must not carry them back.
+    """
+    declared: Mapping[str, Any] = parameters.get("properties", {})
+    hints: list[dict[str, Any]] = []
+    for problem in problems:
+        field = problem.location[0] if problem.location else None
+        if isinstance(field, str) and field in declared:
+            expected = expected_value(declared[field])
+            if problem.kind == "missing":
+                expected = "required: " + expected
+            hint: dict[str, Any] = {"field": field, "expected": expected}
+        elif problem.kind == "extra_forbidden":
+            # Which keys exist, never which one was sent.
+            names = ", ".join(sorted(declared)) or "none"
+            hint = {"field": None, "expected": f"only the declared fields: {names}"}
+        else:
+            hint = {"field": None, "expected": expected_value(parameters)}
+        if hint not in hints:
+            hints.append(hint)
+    return hints
+
+
 class Dispatcher:
     """Runs a requested tool only after every check before it has passed."""
 
@@ -168,6 +236,8 @@ class Dispatcher:
         allowed: Iterable[str],
         before_write: Callable[[ToolCall], None] | None = None,
         max_result_bytes: int = 16_384,
+        hints: bool = False,
+        setup: Setup | None = None,
     ) -> None:
         low, high = MAX_RESULT_BYTES_LIMITS
         if (
@@ -187,6 +257,8 @@ class Dispatcher:
         self._allowed: frozenset[str] = frozenset(allowed)
         self._before_write = before_write
         self._max_result_bytes = max_result_bytes
+        self._hints = hints
+        self._setup = setup
 
     @property
     def tools(self) -> Mapping[str, ExecutableTool[Any]]:
@@ -206,6 +278,16 @@ class Dispatcher:
     @property
     def max_result_bytes(self) -> int:
         return self._max_result_bytes
+
+    @property
+    def hints(self) -> bool:
+        """Whether an `invalid_arguments` observation carries safe hints."""
+        return self._hints
+
+    @property
+    def setup(self) -> Setup | None:
+        """How to build this dispatcher again, when whoever built it could say."""
+        return self._setup
 
     def schemas(self) -> list[dict[str, Any]]:
         """The schemas of the allowed tools, sorted by name: all a model is told exists."""
@@ -231,9 +313,12 @@ class Dispatcher:
             arguments = tool.arguments.model_validate(call.arguments, strict=True)
         except ValidationError as error:
             problems = _argument_problems(error)
-            return ToolOutcome(
-                _refusal("invalid_arguments"), handler_ran=False, argument_problems=problems
-            )
+            refusal = _refusal("invalid_arguments")
+            if self._hints:
+                # Built from the schema the model was already shown: a hint tells
+                # it nothing it was not told, and repeats nothing it sent.
+                refusal["hints"] = safe_hints(tool.arguments.model_json_schema(), problems)
+            return ToolOutcome(refusal, handler_ran=False, argument_problems=problems)
         # 3. A consequential tool with nobody to authorise it never runs.
         if tool.consequential and self._before_write is None:
             return ToolOutcome(_refusal("write_authority_required"), handler_ran=False)
