@@ -160,7 +160,7 @@ class LearnerTests:
     checks: list[Check] = field(default_factory=list)
 
     def catches(self, *, points: int, behaviour: str) -> Callable[[Variant], Check]:
-        """Declare one faulty version: `behaviour` finishes "a <module> that ...", for feedback."""
+        """Declare one faulty version: `behaviour` ends "a <module>.py that ...", in feedback."""
 
         def declare(variant: Variant) -> Check:
             module = self.book.module_file
