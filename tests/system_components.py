@@ -20,7 +20,7 @@ REQUIRE_VARIABLE = "REQUIRE_SYSTEM_COMPONENTS"
 
 
 def require_executable(name: str, *, install: str) -> str:
-    """The path of executable `name`; skip the calling test (fail it under CI) when it is missing."""
+    """The path of executable `name`; skip the calling test, or fail it under CI, when missing."""
     path = shutil.which(name)
     if path is not None:
         return path

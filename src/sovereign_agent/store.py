@@ -1,0 +1,385 @@
+"""Chapter 5's store: Lucy's shop in one SQLite file that outlives any process.
+
+The dict of chapters 1 to 3 lived and died with one process. Here the stock,
+the prices, the deliveries and the saved drafts live in a database file: a
+restart finds them again, a second process sees the same freezer, and a
+process killed half-way through a change leaves the file as it was before.
+The database itself enforces the shop's rules (no negative stock, prices in
+whole pence, one open draft per sku), so they hold for every writer.
+
+The model's tools are chapter 2's three, with the same observations; the
+operator's actions (seeding, deliveries, prices) are functions the model has
+no tool for. Each change runs in one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from sovereign_agent.shop import (
+    CURRENCY,
+    SHOP_TOOL_NAMES,
+    SUPPLIER,
+    DraftArguments,
+    NoArguments,
+    ProductArguments,
+    replenishment_need,
+    stock_report,
+)
+from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
+
+__all__ = [
+    "APPLICATION_ID",
+    "MIGRATIONS",
+    "MINIMUM_SQLITE",
+    "SCHEMA_V1",
+    "NewerSchema",
+    "NotAStore",
+    "StoreBusy",
+    "StoreError",
+    "build_store_tools",
+    "check_file",
+    "migrate",
+    "open_store",
+    "read_drafts",
+    "read_price",
+    "read_product",
+    "read_products",
+    "receive_delivery",
+    "save_draft",
+    "seed_store",
+    "set_price",
+    "store_busy_on_timeout",
+    "store_quote",
+    "supersede_stale_draft",
+    "transaction",
+    "whole_number",
+]
+
+# Migration 1: the shop's first schema. Every CHECK has a name, so a refusal
+# says which rule it broke in words that do not change between SQLite versions.
+SCHEMA_V1 = (
+    """CREATE TABLE products (
+        sku TEXT PRIMARY KEY CONSTRAINT sku_length CHECK (length(sku) BETWEEN 1 AND 100),
+        name TEXT NOT NULL,
+        on_hand INTEGER NOT NULL CONSTRAINT on_hand_not_negative CHECK (on_hand >= 0),
+        reorder_point INTEGER NOT NULL
+            CONSTRAINT reorder_point_not_negative CHECK (reorder_point >= 0)
+    ) STRICT""",
+    """CREATE TABLE prices (
+        sku TEXT PRIMARY KEY REFERENCES products (sku),
+        unit_cost_pence INTEGER NOT NULL CONSTRAINT price_positive CHECK (unit_cost_pence > 0)
+    ) STRICT""",
+    """CREATE TABLE deliveries (
+        id INTEGER PRIMARY KEY,
+        sku TEXT NOT NULL REFERENCES products (sku),
+        tubs INTEGER NOT NULL CONSTRAINT tubs_positive CHECK (tubs > 0)
+    ) STRICT""",
+    """CREATE TABLE drafts (
+        id INTEGER PRIMARY KEY,
+        sku TEXT NOT NULL REFERENCES products (sku),
+        quantity INTEGER NOT NULL CONSTRAINT quantity_positive CHECK (quantity > 0),
+        unit_cost_pence INTEGER NOT NULL
+            CONSTRAINT draft_price_positive CHECK (unit_cost_pence > 0),
+        status TEXT NOT NULL CONSTRAINT known_status CHECK (status IN ('DRAFT', 'SUPERSEDED'))
+    ) STRICT""",
+    # At most one open draft per sku: the database refuses a second one.
+    "CREATE UNIQUE INDEX one_open_draft_per_sku ON drafts (sku) WHERE status = 'DRAFT'",
+)
+
+
+def whole_number(name: str, value: object) -> int:
+    """An int and nothing else: SQLite would quietly store True as 1 and 6.0 as 6."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+    return value
+
+
+class StoreError(Exception):
+    """A database file the store will not use as it is. Said at once, never repaired by guessing."""
+
+
+class StoreBusy(StoreError, TimeoutError):
+    """Another connection held the store's lock for longer than this one would wait."""
+
+
+@contextmanager
+def store_busy_on_timeout(connection: sqlite3.Connection) -> Iterator[None]:
+    """SQLite's "database is locked" as StoreBusy: a TimeoutError saying how long we waited."""
+    try:
+        yield
+    except sqlite3.OperationalError as error:
+        # An extended error code keeps its primary code in the low byte.
+        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
+            raise
+        waited = connection.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
+        raise StoreBusy(
+            f"another connection held the store's lock for more than {waited:g} s"
+        ) from None
+
+
+@contextmanager
+def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """All of a change or none of it: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on any exception."""
+    # IMMEDIATE takes the write lock now, before the first read, so no other
+    # writer can change what this transaction reads before it writes.
+    with store_busy_on_timeout(connection):
+        connection.execute("BEGIN IMMEDIATE")
+    try:
+        yield connection
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise
+
+
+# Migration N brings a file from version N-1 to N. Append, never edit: a file
+# already at version N has run migration N exactly as it was written.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1,)
+
+# The store's mark in the file header ("LUCY" in ASCII): a database without it
+# belongs to someone else, and the store neither migrates nor writes it.
+APPLICATION_ID = 0x4C554359
+# STRICT tables need SQLite 3.37.0 (2021); an older library could not read the schema.
+MINIMUM_SQLITE = (3, 37, 0)
+
+
+class NotAStore(StoreError):
+    """The file is damaged, is not a database, or is another program's database."""
+
+
+class NewerSchema(StoreError):
+    """The file was migrated by newer code than this; running old code on it could lose data."""
+
+
+def check_file(connection: sqlite3.Connection, path: str) -> int:
+    """The file's schema version, once it is known to be a shop store (or empty)."""
+    try:
+        damage = [row[0] for row in connection.execute("PRAGMA quick_check")]
+        version: int = connection.execute("PRAGMA user_version").fetchone()[0]
+        application_id = connection.execute("PRAGMA application_id").fetchone()[0]
+        tables = connection.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
+    except sqlite3.OperationalError:
+        raise  # a locked file is not a damaged one
+    except sqlite3.DatabaseError as error:
+        raise NotAStore(f"{path} is not a readable SQLite database ({error})") from None
+    if damage != ["ok"]:
+        raise NotAStore(f"{path} is damaged: {damage[0]}")
+    if version == 0 and tables == 0:
+        return 0  # a new, empty file: migration 1 will make it a store
+    if application_id != APPLICATION_ID:
+        raise NotAStore(f"{path} is a SQLite database, but not a shop store")
+    if version > len(MIGRATIONS):
+        raise NewerSchema(
+            f"{path} has schema version {version}; this code knows versions up to "
+            f"{len(MIGRATIONS)}. Upgrade the code; never downgrade the file."
+        )
+    return version
+
+
+def migrate(connection: sqlite3.Connection) -> int:
+    """Run the migrations the file lacks, all in one transaction, and return the new version."""
+    with transaction(connection):
+        # Read again under the write lock: another process may have migrated
+        # the file since we last looked.
+        version = connection.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise NewerSchema(f"another process migrated the file to version {version} meanwhile")
+        for statements in MIGRATIONS[version:]:
+            for statement in statements:
+                connection.execute(statement)
+        connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        connection.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+    return len(MIGRATIONS)
+
+
+def open_store(path: str | os.PathLike[str], *, timeout: float = 5.0) -> sqlite3.Connection:
+    """Open Lucy's store, creating or migrating it; refuse a file it cannot use as it is."""
+    if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
+        raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old: STRICT tables need 3.37")
+    name = os.fspath(path)
+    try:
+        # isolation_level=None: the sqlite3 module never begins a transaction on
+        # its own, on Python 3.11 and 3.12+ alike; `transaction` begins them all.
+        connection = sqlite3.connect(name, timeout=timeout, isolation_level=None)
+    except sqlite3.OperationalError as error:
+        raise StoreError(f"cannot open {name}: {error}") from None
+    try:
+        with store_busy_on_timeout(connection):
+            connection.row_factory = sqlite3.Row
+            # Off by default, and set per connection: without it REFERENCES is decoration.
+            connection.execute("PRAGMA foreign_keys = ON")
+            version = check_file(connection, name)
+            # Write-ahead logging lets readers go on while a writer commits. It
+            # is a property of the file, set before migration 1 first writes it.
+            if connection.execute("PRAGMA journal_mode = WAL").fetchone()[0] != "wal":
+                raise StoreError(f"{name} cannot use write-ahead logging, which the store needs")
+            connection.execute("PRAGMA synchronous = FULL")
+            if version < len(MIGRATIONS):
+                migrate(connection)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
+def read_products(connection: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every product row as a plain dict, in sku order: the rows chapter 2's functions read."""
+    return [dict(row) for row in connection.execute("SELECT * FROM products ORDER BY sku")]
+
+
+def read_product(connection: sqlite3.Connection, sku: str) -> dict[str, Any]:
+    row = connection.execute("SELECT * FROM products WHERE sku = ?", (sku,)).fetchone()
+    if row is None:
+        raise KeyError(sku)
+    return dict(row)
+
+
+def read_price(connection: sqlite3.Connection, sku: str) -> int:
+    row = connection.execute("SELECT unit_cost_pence FROM prices WHERE sku = ?", (sku,)).fetchone()
+    if row is None:
+        raise KeyError(sku)
+    return int(row[0])
+
+
+def read_drafts(connection: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every saved draft, oldest first, open or not."""
+    rows = connection.execute(
+        "SELECT id, sku, quantity, unit_cost_pence, quantity * unit_cost_pence AS total_pence,"
+        " status FROM drafts ORDER BY id"
+    )
+    return [dict(row) for row in rows]
+
+
+def supersede_stale_draft(connection: sqlite3.Connection, sku: str) -> int:
+    """Retire an open draft the shop would no longer write, because its need or price moved.
+
+    Runs inside the caller's transaction, so the change that made the draft
+    stale and the draft's retirement commit together, or not at all.
+    """
+    need = replenishment_need(read_product(connection, sku))
+    cursor = connection.execute(
+        "UPDATE drafts SET status = 'SUPERSEDED'"
+        " WHERE sku = :sku AND status = 'DRAFT' AND (quantity != :need"
+        " OR unit_cost_pence IS NOT (SELECT unit_cost_pence FROM prices WHERE sku = :sku))",
+        {"sku": sku, "need": need},
+    )
+    return cursor.rowcount
+
+
+def seed_store(
+    connection: sqlite3.Connection, shop: Mapping[str, Any], prices: Mapping[str, int]
+) -> None:
+    """Copy a shop snapshot and its prices into an empty store: every row, or none."""
+    products = [
+        (
+            row["sku"],
+            row["name"],
+            whole_number("on_hand", row["on_hand"]),
+            whole_number("reorder_point", row["reorder_point"]),
+        )
+        for row in shop["products"]
+    ]
+    price_list = [(sku, whole_number("unit_cost_pence", pence)) for sku, pence in prices.items()]
+    with transaction(connection):
+        if connection.execute("SELECT 1 FROM products LIMIT 1").fetchone() is not None:
+            # Seeding twice would overwrite today's stock with an old snapshot.
+            raise ValueError("the store already holds products")
+        connection.executemany(
+            "INSERT INTO products (sku, name, on_hand, reorder_point) VALUES (?, ?, ?, ?)",
+            products,
+        )
+        connection.executemany(
+            "INSERT INTO prices (sku, unit_cost_pence) VALUES (?, ?)", price_list
+        )
+
+
+def receive_delivery(connection: sqlite3.Connection, sku: str, tubs: int) -> dict[str, Any]:
+    """Tubs arrive: record them, put them in the freezer, retire a draft they made stale."""
+    whole_number("tubs", tubs)
+    with transaction(connection):
+        connection.execute("INSERT INTO deliveries (sku, tubs) VALUES (?, ?)", (sku, tubs))
+        connection.execute("UPDATE products SET on_hand = on_hand + ? WHERE sku = ?", (tubs, sku))
+        supersede_stale_draft(connection, sku)
+        product = read_product(connection, sku)
+    return {**product, "needed": replenishment_need(product)}
+
+
+def set_price(connection: sqlite3.Connection, sku: str, unit_cost_pence: int) -> None:
+    """Lucy changes a price: an open draft at the old price is retired in the same transaction."""
+    whole_number("unit_cost_pence", unit_cost_pence)
+    with transaction(connection):
+        connection.execute(
+            "INSERT INTO prices (sku, unit_cost_pence) VALUES (?, ?)"
+            " ON CONFLICT (sku) DO UPDATE SET unit_cost_pence = excluded.unit_cost_pence",
+            (sku, unit_cost_pence),
+        )
+        supersede_stale_draft(connection, sku)
+
+
+def store_quote(connection: sqlite3.Connection, sku: str) -> dict[str, Any]:
+    """The shop's own price for one sku, from the store; an unknown sku fails as in chapter 2."""
+    return {
+        "sku": sku,
+        "supplier": SUPPLIER,
+        "currency": CURRENCY,
+        "unit_cost_pence": read_price(connection, sku),
+    }
+
+
+def save_draft(connection: sqlite3.Connection, sku: str, quantity: int) -> dict[str, Any]:
+    """Chapter 2's draft, saved: the open draft for this sku, created only if there is none."""
+    with transaction(connection):
+        need = replenishment_need(read_product(connection, sku))
+        if quantity != need:
+            raise ValueError(f"quantity {quantity} does not match the need of {need}")
+        quote = store_quote(connection, sku)
+        supersede_stale_draft(connection, sku)
+        # The partial unique index decides whether this draft is new: with one
+        # already open for the sku, the insert does nothing.
+        connection.execute(
+            "INSERT INTO drafts (sku, quantity, unit_cost_pence, status)"
+            " VALUES (?, ?, ?, 'DRAFT') ON CONFLICT (sku) WHERE status = 'DRAFT' DO NOTHING",
+            (sku, quantity, quote["unit_cost_pence"]),
+        )
+        draft = connection.execute(
+            "SELECT quantity, quantity * unit_cost_pence AS total_pence, status FROM drafts"
+            " WHERE sku = ? AND status = 'DRAFT'",
+            (sku,),
+        ).fetchone()
+    return {**quote, **dict(draft)}
+
+
+def build_store_tools(
+    connection: sqlite3.Connection,
+    *,
+    allowed: Iterable[str] = SHOP_TOOL_NAMES,
+    before_write: Callable[[ToolCall], None] | None = None,
+) -> Dispatcher:
+    """Chapter 2's three tools over the store: the same names, schemas and observations."""
+    tools = (
+        ExecutableTool(
+            name="list_stock",
+            description="Every product with its stock, its target and the tubs needed.",
+            arguments=NoArguments,
+            handler=lambda _: stock_report(read_products(connection)),
+        ),
+        ExecutableTool(
+            name="supplier",
+            description="The supplier's quote for one sku, in integer pence.",
+            arguments=ProductArguments,
+            handler=lambda args: store_quote(connection, args.sku),
+        ),
+        ExecutableTool(
+            name="draft_order",
+            description="Draft (never place) a re-order for exactly the tubs needed.",
+            arguments=DraftArguments,
+            handler=lambda args: save_draft(connection, args.sku, args.quantity),
+        ),
+    )
+    return Dispatcher(tools, allowed=allowed, before_write=before_write)

@@ -1,0 +1,220 @@
+"""Chapter 5's reader files: the checkpoint's facts, the learner file, the runtime they match.
+
+The runtime's `sovereign_agent.store` is the code the chapter teaches: every
+function and class in it is defined exactly as in the learner file, and the
+learner file exactly as in the chapter's listings (the verifier's rule).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
+from verifying import verify
+
+import sovereign_agent.store
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTBOOK = ROOT / "book/textbook"
+CHAPTER = TEXTBOOK / "ch05_persistent_stock.md"
+CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch05_persistent_stock_checkpoint.py"
+LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch05_persistent_stock_learner.py"
+RUNTIME = Path(sovereign_agent.store.__file__)
+# Variables a developer's shell may carry; each test sets exactly the ones it means.
+PROVIDER_VARIABLES = (
+    "SOVEREIGN_MODEL",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+)
+
+# The facts the chapter promises, written out independently of the code.
+FACTS = (
+    "seeded from SHOP (on hand/target): SKU-CHOCOLATE 7/6, SKU-STRAWBERRY 1/5, SKU-VANILLA 2/8",
+    "saved draft 1: SKU-VANILLA 6 tubs, 1500 pence, DRAFT",
+    "saved draft 2: SKU-STRAWBERRY 4 tubs, 1100 pence, DRAFT",
+    "drafts saved: 2",
+    "second process sees: SKU-VANILLA 6 tubs (1500 pence), SKU-STRAWBERRY 4 tubs (1100 pence):"
+    " 2600 pence in all",
+    "delivery of 7 SKU-VANILLA: on_hand 9, need 0",
+    "in one transaction: BEGIN, INSERT, UPDATE, SELECT, UPDATE, SELECT, COMMIT",
+    "draft 1 SKU-VANILLA: SUPERSEDED",
+    "draft 2 SKU-STRAWBERRY: DRAFT",
+)
+
+
+def definitions(path: Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.name: ast.dump(node, include_attributes=False)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+    }
+
+
+def constants(path: Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        target.id: ast.dump(node.value, include_attributes=False)
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in ([node.target] if isinstance(node, ast.AnnAssign) else node.targets)
+        if isinstance(target, ast.Name) and target.id != "__all__" and node.value is not None
+    }
+
+
+def chapter_checkpoint_output() -> str:
+    tokens = MarkdownIt("commonmark").parse(CHAPTER.read_text(encoding="utf-8"))
+    blocks = [t.content for t in tokens if t.type == "fence" and t.info == "checkpoint-output"]
+    assert len(blocks) == 1
+    return blocks[0]
+
+
+def run_checkpoint(cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
+    env.update(variables)
+    return subprocess.run(
+        [sys.executable, str(CHECKPOINT)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_runtime_store_is_exactly_the_store_the_chapter_teaches() -> None:
+    runtime = definitions(RUNTIME)
+    learner = definitions(LEARNER)
+    assert set(runtime) == set(learner)
+    for name, tree in runtime.items():
+        assert learner[name] == tree, f"{name} differs between store.py and the learner file"
+    assert constants(RUNTIME) == constants(LEARNER)
+
+
+def test_the_runtime_exports_every_name_it_defines() -> None:
+    public = set(definitions(RUNTIME)) | set(constants(RUNTIME))
+    assert set(sovereign_agent.store.__all__) == public
+
+
+def test_importing_the_learner_file_prints_nothing_and_touches_no_file(tmp_path: Path) -> None:
+    (tmp_path / "store.py").write_text(LEARNER.read_text(encoding="utf-8"), encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-c", "import store, sys; sys.stderr.write(str(len(store.MIGRATIONS)))"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == "1"
+    # No database was created: opening a store is something a caller does, never an import.
+    assert not [
+        path
+        for path in tmp_path.iterdir()
+        if path.name != "__pycache__" and path.name != "store.py"
+    ]
+
+
+def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(tmp_path: Path) -> None:
+    result = run_checkpoint(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == chapter_checkpoint_output()
+    lines = result.stdout.splitlines()
+    for fact in FACTS:
+        assert fact in lines, fact
+    asked_again = json.loads(
+        lines[lines.index("drafts saved: 2") - 1].removeprefix("asked again: ")
+    )
+    assert asked_again == {
+        "ok": True,
+        "value": {
+            "sku": "SKU-VANILLA",
+            "supplier": "lucy-local",
+            "currency": "GBP",
+            "unit_cost_pence": 250,
+            "quantity": 6,
+            "total_pence": 1500,
+            "status": "DRAFT",
+        },
+    }
+
+
+def test_the_checkpoint_leaves_no_database_behind(tmp_path: Path) -> None:
+    result = run_checkpoint(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_provider_that_drafts_the_same_saves_the_same_drafts() -> None:
+    vanilla = '{"sku": "SKU-VANILLA", "quantity": 6}'
+    strawberry = '{"sku": "SKU-STRAWBERRY", "quantity": 4}'
+    with ProviderStub() as stub:
+        stub.enqueue(
+            OPENAI_ROUTE,
+            openai_tool_calls([("call_a", "list_stock", "{}")]),
+            openai_tool_calls(
+                [("call_b", "draft_order", vanilla), ("call_c", "draft_order", strawberry)]
+            ),
+            openai_text("Two drafts, 2,600 pence."),
+        )
+        result = run_checkpoint(
+            ROOT,
+            SOVEREIGN_MODEL="openai:test-model",
+            OPENAI_BASE_URL=stub.openai_base_url,
+            OPENAI_API_KEY="x",
+        )
+    assert result.returncode == 0, result.stderr
+    expected = chapter_checkpoint_output().splitlines()
+    lines = result.stdout.splitlines()
+    assert lines[1].startswith("model: openai:test-model")
+    assert lines[0] == expected[0]
+    assert lines[2:] == expected[2:]
+
+
+def test_a_provider_that_drafts_a_wrong_quantity_saves_nothing_for_it() -> None:
+    with ProviderStub() as stub:
+        stub.enqueue(
+            OPENAI_ROUTE,
+            openai_tool_calls([("call_a", "draft_order", '{"sku": "SKU-VANILLA", "quantity": 8}')]),
+            openai_text("I drafted nothing."),
+        )
+        result = run_checkpoint(
+            ROOT,
+            SOVEREIGN_MODEL="openai:test-model",
+            OPENAI_BASE_URL=stub.openai_base_url,
+            OPENAI_API_KEY="x",
+        )
+    assert result.returncode == 0, result.stderr
+    assert "saved draft" not in result.stdout
+    # The operator's own request then saves the draft, and the second process sees it alone.
+    assert "drafts saved: 1" in result.stdout
+    assert (
+        "second process sees: SKU-VANILLA 6 tubs (1500 pence): 1500 pence in all" in result.stdout
+    )
+
+
+def test_a_provider_named_without_its_key_is_refused_before_any_store_is_made(
+    tmp_path: Path,
+) -> None:
+    result = run_checkpoint(tmp_path, SOVEREIGN_MODEL="anthropic:test-model")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "ANTHROPIC_API_KEY" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_verifier_holds_for_the_chapter() -> None:
+    result = verify(CHAPTER)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "everything verified holds" in result.stdout
