@@ -58,10 +58,12 @@ __all__ = [
     "beyond_safe_mode",
     "build_skill_tools",
     "discover_skills",
+    "is_inside",
     "load_skill_tool",
     "parse_skill",
     "read_front_matter",
     "read_skill",
+    "refuse_links_out",
     "skill_catalogue",
 ]
 
@@ -257,13 +259,16 @@ def parse_skill(path: Path, text: str) -> Skill:
     return Skill(front.name, front.description, allowed, instructions, path)
 
 
-def _inside(path: str, root: str) -> bool:
+def is_inside(path: str, root: str) -> bool:
+    """Whether the absolute, resolved `path` is `root` or lies below it."""
     return os.path.commonpath([path, root]) == root
 
 
-def _check_links(folder: Path, root: str) -> None:
-    # Every link in the folder must lead back inside the skills folder, and
-    # nothing may be a FIFO, socket or device: a read of one could block forever.
+def refuse_links_out(folder: Path, root: str) -> None:
+    """Refuse a link in `folder` that leads outside `root`, and anything not a file or folder.
+
+    A FIFO, a socket or a device is refused too: reading one could wait forever.
+    """
     entries = 0
     for where, folders, files in os.walk(folder):
         for name in (*folders, *files):
@@ -273,7 +278,7 @@ def _check_links(folder: Path, root: str) -> None:
             entry = os.path.join(where, name)
             mode = os.lstat(entry).st_mode
             if stat.S_ISLNK(mode):
-                if not _inside(os.path.realpath(entry), root):
+                if not is_inside(os.path.realpath(entry), root):
                     raise SkillError(
                         Path(entry), None, "a link that leads outside the skills folder"
                     )
@@ -284,11 +289,11 @@ def _check_links(folder: Path, root: str) -> None:
 def read_skill(folder: Path, root: Path) -> Skill:
     """The skill in `folder`, one folder of the skills folder `root` (already resolved)."""
     real = os.path.realpath(folder)
-    if not _inside(real, str(root)):
+    if not is_inside(real, str(root)):
         raise SkillError(folder, None, "a link that leads outside the skills folder")
     if len(folder.name) > 64 or not re.fullmatch(SKILL_NAME, folder.name):
         raise SkillError(folder, None, "a skill's folder is named like a skill: a-z, 0-9 and -")
-    _check_links(Path(real), str(root))
+    refuse_links_out(Path(real), str(root))
     path = folder / SKILL_FILE
     # Not following a link at the last step, and not waiting on a FIFO: what
     # is opened is the file the checks above looked at, or nothing.
@@ -331,7 +336,7 @@ def discover_skills(root: Path) -> tuple[Skill, ...]:
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
             continue
-        if entry.is_symlink() and not _inside(os.path.realpath(entry), str(resolved)):
+        if entry.is_symlink() and not is_inside(os.path.realpath(entry), str(resolved)):
             raise SkillError(entry, None, "a link that leads outside the skills folder")
         if entry.is_dir():
             folders.append(entry)
@@ -343,7 +348,7 @@ def discover_skills(root: Path) -> tuple[Skill, ...]:
 class SkillArguments(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    name: str = Field(min_length=1, max_length=64, pattern=SKILL_NAME)
+    skill: str = Field(min_length=1, max_length=64, pattern=SKILL_NAME)
 
 
 def skill_catalogue(skills: Iterable[Skill]) -> str:
@@ -359,7 +364,7 @@ def load_skill_tool(skills: Sequence[Skill]) -> ExecutableTool[SkillArguments]:
         raise ValueError("two skills share a name")
 
     def load(arguments: SkillArguments) -> Any:
-        skill = by_name[arguments.name]
+        skill = by_name[arguments.skill]
         value = {"skill": skill.name, "instructions": skill.instructions}
         if skill.allowed_tools is None:
             return value

@@ -156,7 +156,7 @@ def run_skills(*script: AssistantMessage, **options: Any) -> tuple[Any, Scripted
 
 def test_morning_reorder_narrows_to_its_two_tools_and_the_run_drafts() -> None:
     record, model = run_skills(
-        turn(ask("c1", "load_skill", name="morning-reorder")),
+        turn(ask("c1", "load_skill", skill="morning-reorder")),
         turn(ask("c2", "list_stock")),
         turn(
             ask("c3", "draft_order", sku="SKU-VANILLA", quantity=6),
@@ -189,7 +189,7 @@ def test_morning_reorder_narrows_to_its_two_tools_and_the_run_drafts() -> None:
 
 def test_bulk_buyer_gets_nothing_more_and_the_record_names_what_was_ignored() -> None:
     record, model = run_skills(
-        turn(ask("c1", "load_skill", name="bulk-buyer")),
+        turn(ask("c1", "load_skill", skill="bulk-buyer")),
         turn(
             ask("c2", "place_order", sku="SKU-VANILLA", quantity=500),
             ask("c3", "draft_order", sku="SKU-VANILLA", quantity=6),
@@ -224,7 +224,7 @@ def test_bulk_buyer_gets_nothing_more_even_when_place_order_is_registered() -> N
     )
     model = ScriptedModel(
         [
-            turn(ask("c1", "load_skill", name="bulk-buyer")),
+            turn(ask("c1", "load_skill", skill="bulk-buyer")),
             turn(ask("c2", "place_order")),
             AssistantMessage(content="Not placed."),
         ]
@@ -236,8 +236,8 @@ def test_bulk_buyer_gets_nothing_more_even_when_place_order_is_registered() -> N
 
 def test_a_second_skill_narrows_further_and_cannot_bring_a_tool_back() -> None:
     record, model = run_skills(
-        turn(ask("c1", "load_skill", name="price-check")),
-        turn(ask("c2", "load_skill", name="morning-reorder")),
+        turn(ask("c1", "load_skill", skill="price-check")),
+        turn(ask("c2", "load_skill", skill="morning-reorder")),
         turn(ask("c3", "draft_order", sku="SKU-VANILLA", quantity=6)),
         AssistantMessage(content="I can no longer draft."),
     )
@@ -263,7 +263,7 @@ def test_a_second_skill_narrows_further_and_cannot_bring_a_tool_back() -> None:
 
 def test_a_run_that_did_not_allow_load_skill_cannot_load_one() -> None:
     record, model = run_skills(
-        turn(ask("c1", "load_skill", name="bulk-buyer")),
+        turn(ask("c1", "load_skill", skill="bulk-buyer")),
         AssistantMessage(content="No skills here."),
         allowed=["list_stock", "draft_order"],
     )
@@ -273,7 +273,7 @@ def test_a_run_that_did_not_allow_load_skill_cannot_load_one() -> None:
 
 def test_an_unknown_skill_fails_and_a_bad_name_is_invalid_and_neither_narrows() -> None:
     record, _ = run_skills(
-        turn(ask("c1", "load_skill", name="stock-thief"), ask("c2", "load_skill", name="../x")),
+        turn(ask("c1", "load_skill", skill="stock-thief"), ask("c2", "load_skill", skill="../x")),
         AssistantMessage(content="No such skill."),
     )
     assert [json.loads(m.content)["error"] for m in record.messages[2:4]] == [
@@ -287,7 +287,7 @@ def test_a_skill_that_lists_no_tools_leaves_the_run_as_it_was() -> None:
     skill = Skill("advice", "Advice only.", None, "Be kind.", Path("advice/SKILL.md"))
     tools = Dispatcher([load_skill_tool([skill]), plain("alpha")], allowed=["load_skill", "alpha"])
     model = ScriptedModel(
-        [turn(ask("c1", "load_skill", name="advice")), AssistantMessage(content="ok")]
+        [turn(ask("c1", "load_skill", skill="advice")), AssistantMessage(content="ok")]
     )
     record = run_task(model, tools, "Help.", max_steps=3, max_tool_calls=3)
     assert record.narrowings == ()
@@ -329,7 +329,7 @@ def test_the_tools_offered_are_always_within_the_run_and_every_skill_loaded(
         [load_skill_tool(list(skills.values())), *(plain(n) for n in NAMES if n != LOAD_SKILL)],
         allowed=run_allowed,
     )
-    script = [turn(ask(f"c{i}", LOAD_SKILL, name=name)) for i, name in enumerate(skills)]
+    script = [turn(ask(f"c{i}", LOAD_SKILL, skill=name)) for i, name in enumerate(skills)]
     model = ScriptedModel([*script, AssistantMessage(content="done")])
     record = run_task(
         model, tools, "Go.", max_steps=len(script) + 1, max_tool_calls=len(script) + 1

@@ -34,7 +34,7 @@ def ask(call_id: str, tool: str, /, **arguments: Any) -> AssistantToolCall:
 
 
 BULK = [
-    AssistantMessage(tool_calls=(ask("c1", "load_skill", name="bulk-buyer"),)),
+    AssistantMessage(tool_calls=(ask("c1", "load_skill", skill="bulk-buyer"),)),
     AssistantMessage(
         tool_calls=(
             ask("c2", "place_order", sku="SKU-VANILLA", quantity=500),
@@ -113,7 +113,7 @@ from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.skills import build_skill_tools
 shop = {SHOP!r}
-load = AssistantToolCall(id="c1", name="load_skill", arguments_json='{{"name": "morning-reorder"}}')
+load = AssistantToolCall(id="c1", name="load_skill", arguments_json='{{"skill": "morning-reorder"}}')
 model = ScriptedModel([AssistantMessage(tool_calls=(load,)), AssistantMessage(content="ok")])
 run_task(model, build_skill_tools(shop, skills_root={SKILLS!r}), "Plan.", max_steps=3,
          max_tool_calls=3)
