@@ -1,13 +1,22 @@
 """Time the verifier against a baseline measured in the same run.
 
     uv run python scripts/bench_verify.py [--manifest PATH] [--repeat N]
+    uv run python scripts/bench_verify.py --sweep [--repeat N]
 
-Baseline, per drafted chapter: its executed listings concatenated into one
-plain script and run once, its checkpoint run directly, its learner file
-imported, one process after another. The verifier is timed on the same
+Book mode. Baseline, per drafted chapter: its executed listings concatenated
+into one plain script and run once, its checkpoint run directly, its learner
+file imported, one process after another. The verifier is timed on the same
 chapters with -j 1 and -j 2 (`--textbook`, as CI runs it). Prints the medians,
 the ratio verifier(-j 1) / baseline (goal: at most 1.5) and the speed-up of
 -j 2 over -j 1.
+
+Sweep mode (`--sweep`). Chapters of 200, 800 and 3,200 trivial listings (each
+prints its number, under an `output` block saying so), verified one at a time,
+and as a baseline the same listings run as one plain script, all sizes
+interleaved in every round. Prints, per size, the medians, the per-listing
+cost and the marginal cost of each listing past the previous size; the cost
+is linear when the marginal costs agree and 3,200 listings cost about four
+times 800.
 """
 
 from __future__ import annotations
@@ -22,6 +31,9 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+# This checkout's own tooling, as scripts/verify_book_assets_v2.py finds it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from bookproof.verify.chapter import read_chapter
 from bookproof.verify.environment import (
@@ -87,30 +99,82 @@ def _baseline(commands: list[list[str]]) -> float:
     return time.perf_counter() - started
 
 
-def _verifier(manifest: Path, jobs: int) -> tuple[float, int]:
+def _verify(*arguments: str) -> tuple[float, int]:
+    """Seconds the verifier's real script took, and its exit status."""
+    script = str(REPO_ROOT / "scripts" / "verify_book_assets_v2.py")
     started = time.perf_counter()
     completed = subprocess.run(
-        [
-            sys.executable,
-            str(REPO_ROOT / "scripts" / "verify_book_assets_v2.py"),
-            "--textbook",
-            "--manifest",
-            str(manifest),
-            "-j",
-            str(jobs),
-        ],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        check=False,
+        [sys.executable, script, *arguments], cwd=REPO_ROOT, capture_output=True, check=False
     )
     return time.perf_counter() - started, completed.returncode
+
+
+def _verifier(manifest: Path, jobs: int) -> tuple[float, int]:
+    return _verify("--textbook", "--manifest", str(manifest), "-j", str(jobs))
+
+
+SWEEP_SIZES = (200, 800, 3_200)
+
+
+def _sweep_chapter(folder: Path, size: int) -> tuple[Path, Path]:
+    """A chapter of `size` trivial listings, and the same listings as one plain script."""
+    listings = [f"print({n})\n" for n in range(size)]
+    blocks = [f"```python\n{code}```\n\n```output\n{n}\n```\n" for n, code in enumerate(listings)]
+    chapter = folder / f"sweep_{size}.md"
+    chapter.write_text(f"# {size} listings\n\n" + "\n".join(blocks), encoding="utf-8")
+    script = folder / f"sweep_{size}.py"
+    script.write_text("".join(listings), encoding="utf-8")
+    return chapter, script
+
+
+def sweep(repeat: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        cases = {size: _sweep_chapter(Path(folder), size) for size in SWEEP_SIZES}
+        for chapter, script in cases.values():  # one untimed round warms every cache
+            _verify(str(chapter))
+            _run([sys.executable, str(script)])
+        verifier: dict[int, list[float]] = {size: [] for size in SWEEP_SIZES}
+        baseline: dict[int, list[float]] = {size: [] for size in SWEEP_SIZES}
+        statuses = set()
+        for _ in range(repeat):
+            for size, (chapter, script) in cases.items():
+                seconds, status = _verify(str(chapter))
+                verifier[size].append(seconds)
+                statuses.add(status)
+                baseline[size].append(_baseline([[sys.executable, str(script)]]))
+    print(f"runs per figure: {repeat} (medians); verifier exit statuses {sorted(statuses)}")
+    print("listings  verifier  baseline  ratio  per listing  marginal per listing")
+    previous: tuple[int, float] | None = None
+    medians = {size: statistics.median(verifier[size]) for size in SWEEP_SIZES}
+    for size in SWEEP_SIZES:
+        v, b = medians[size], statistics.median(baseline[size])
+        marginal = "-"
+        if previous is not None:
+            marginal = f"{(v - previous[1]) / (size - previous[0]) * 1e3:.3f} ms"
+        print(
+            f"{size:>8,}  {v:>7.3f}s  {b:>7.3f}s  {v / b:>5.2f}  "
+            f"{v / size * 1e3:>8.3f} ms  {marginal:>20}"
+        )
+        previous = (size, v)
+    print(
+        f"verifier 3,200 / 800 listings: {medians[3_200] / medians[800]:.2f} "
+        "(linear cost: at most 4)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--manifest", type=Path, default=DEFAULT_MANIFEST)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="time chapters of 200, 800 and 3,200 trivial listings instead of the book",
+    )
     arguments = parser.parse_args()
+    if arguments.sweep:
+        sweep(arguments.repeat)
+        return
     manifest = load_manifest(arguments.manifest)
     drafted = [c for c in manifest.chapters if c.drafted]
     print(f"manifest {display_path(arguments.manifest)}: {len(drafted)} drafted chapter(s)")

@@ -9,16 +9,23 @@ request it received, headers and JSON body included:
         client.complete([UserMessage(content="hi")])
         assert stub.requests[0].json["model"] == "test-model"
 
-A request with nothing left in its route's queue gets a 404 whose message says
-so (404 because the clients do not retry it, so one missing response costs one
-request, not a burst). Builders below write each provider's reply and error
-shapes, so a test states what the provider said, not how it is spelled.
+A request with nothing left in its route's queue gets a 404 in that provider's
+error shape, whose message says so (404 because the clients do not retry it,
+so one missing response costs one request, not a burst). Builders below write
+each provider's reply and error shapes exactly as the provider sends them (a
+test validates every one against the providers' official SDK models), so a
+test states what the provider said, not how it is spelled. `raw_reply` and a
+`StubResponse` with a hand-written body are for what no provider sends.
 """
 
 from __future__ import annotations
 
+import contextlib
+import http
 import json
 import socket
+import ssl
+import struct
 import threading
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
@@ -49,8 +56,10 @@ ANTHROPIC_ROUTE = "/v1/messages"
 class StubResponse:
     """One scripted answer. `body` may be a JSON value, or bytes sent as they are.
 
-    `delay_s` holds the answer back (to outlast a client's timeout); the stub
-    cuts the wait short when it shuts down, so a slow answer never slows a test's exit.
+    `delay_s` holds the answer back (to outlast a client's timeout); `drip_s`
+    sends the whole answer, status line included, one byte at a time with that
+    pause between bytes (a server that trickles). The stub cuts both short
+    when it shuts down, so a slow answer never slows a test's exit.
     """
 
     status: int = 200
@@ -59,6 +68,9 @@ class StubResponse:
     delay_s: float = 0.0
     # Announce a Content-Length other than the body's, to send a cut-off reply.
     declared_length: int | None = None
+    drip_s: float = 0.0
+    # Reset the connection (TCP RST) instead of answering.
+    reset: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,9 +86,12 @@ class RecordedRequest:
 
 
 class ProviderStub:
-    """Start with `with ProviderStub() as stub:`; every address it uses is 127.0.0.1."""
+    """Start with `with ProviderStub() as stub:`; every address it uses is 127.0.0.1.
 
-    def __init__(self) -> None:
+    With a server-side `tls` context it speaks HTTPS, and its URLs say so.
+    """
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._queues: dict[str, deque[StubResponse]] = {}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -95,6 +110,10 @@ class ProviderStub:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        self._scheme = "http"
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self._scheme = "https"
         # A short poll interval: shutdown() waits for the next poll, once per test.
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -121,7 +140,7 @@ class ProviderStub:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self._scheme}://127.0.0.1:{self.port}"
 
     @property
     def openai_base_url(self) -> str:
@@ -162,36 +181,63 @@ class ProviderStub:
             queue = self._queues.get(handler.path)
             response = queue.popleft() if queue else None
         if response is None:
-            response = StubResponse(
-                404,
-                {"error": {"message": f"provider stub: no scripted response for {handler.path}"}},
-            )
+            unscripted = f"provider stub: no scripted response for {handler.path}"
+            if handler.path == ANTHROPIC_ROUTE:
+                response = anthropic_error(404, unscripted, kind="not_found_error")
+            else:
+                response = openai_error(404, unscripted)
         if response.delay_s and self._stopping.wait(response.delay_s):
             return
+        handler.close_connection = True
+        if response.reset:
+            # Linger 0: closing sends a reset, not an orderly end of stream.
+            handler.connection.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+            )
+            handler.connection.close()
+            return
+        # The client may have given up first (a timeout test): nothing is listening.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self._send(handler, response)
+
+    def _send(self, handler: BaseHTTPRequestHandler, response: StubResponse) -> None:
         payload = (
             response.body
             if isinstance(response.body, bytes)
             else json.dumps(response.body).encode("utf-8")
         )
+        length = len(payload) if response.declared_length is None else response.declared_length
         try:
-            handler.send_response(response.status)
-            headers = {"Content-Type": "application/json", **response.headers}
-            for name, value in headers.items():
-                handler.send_header(name, value)
-            length = len(payload) if response.declared_length is None else response.declared_length
-            handler.send_header("Content-Length", str(length))
-            handler.end_headers()
-            handler.wfile.write(payload)
-            if response.declared_length is not None:
-                # Close now, so the client sees the reply end short instead of waiting.
-                handler.close_connection = True
+            reason = http.HTTPStatus(response.status).phrase
+        except ValueError:
+            reason = "Unknown"
+        headers = {
+            "Content-Type": "application/json",
+            **response.headers,
+            "Content-Length": str(length),
+            "Connection": "close",
+        }
+        head = f"HTTP/1.1 {response.status} {reason}\r\n" + "".join(
+            f"{name}: {value}\r\n" for name, value in headers.items()
+        )
+        wire = head.encode("latin-1") + b"\r\n" + payload
+        if response.drip_s:
+            for position in range(len(wire)):
+                handler.wfile.write(wire[position : position + 1])
                 handler.wfile.flush()
-                handler.connection.shutdown(socket.SHUT_RDWR)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up first (a timeout test); nothing is listening
+                if self._stopping.wait(response.drip_s):
+                    return
+        else:
+            handler.wfile.write(wire)
+            handler.wfile.flush()
+        if response.declared_length is not None:
+            # Close now, so the client sees the reply end short instead of waiting.
+            handler.connection.shutdown(socket.SHUT_RDWR)
 
 
 # -- OpenAI Chat Completions shapes -------------------------------------
+# What api.openai.com sends: every field the official SDK's `ChatCompletion`
+# requires, and the nulls the API writes out rather than leaving out.
 def openai_text(
     text: str | None,
     *,
@@ -199,7 +245,8 @@ def openai_text(
     finish_reason: str = "stop",
     usage: tuple[int, int] | None = (11, 7),
 ) -> StubResponse:
-    return _openai_reply({"role": "assistant", "content": text}, model, finish_reason, usage)
+    message = {"role": "assistant", "content": text, "refusal": None, "annotations": []}
+    return _openai_reply(message, model, finish_reason, usage)
 
 
 def openai_tool_calls(
@@ -213,6 +260,8 @@ def openai_tool_calls(
     message = {
         "role": "assistant",
         "content": content,
+        "refusal": None,
+        "annotations": [],
         "tool_calls": [
             {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
             for call_id, name, args in calls
@@ -227,9 +276,15 @@ def _openai_reply(
     body: dict[str, Any] = {
         "id": "chatcmpl-stub",
         "object": "chat.completion",
+        "created": 1767225600,  # 2026-01-01T00:00:00Z
         "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": finish_reason}
+        ],
+        "service_tier": "default",
+        "system_fingerprint": None,
     }
+    # Usage is optional in the API's schema: local servers may leave it out.
     if usage is not None:
         body["usage"] = {
             "prompt_tokens": usage[0],
@@ -247,16 +302,18 @@ def openai_error(
     kind: str = "invalid_request_error",
 ) -> StubResponse:
     headers = {"Retry-After": retry_after} if retry_after is not None else {}
-    return StubResponse(status, {"error": {"message": message, "type": kind}}, headers)
+    error = {"message": message, "type": kind, "param": None, "code": None}
+    return StubResponse(status, {"error": error}, headers)
 
 
 # -- Anthropic Messages shapes ------------------------------------------
+# What api.anthropic.com sends: every field the official SDK's `Message` requires.
 def anthropic_text(
     text: str,
     *,
     model: str = "stub-model",
     stop_reason: str = "end_turn",
-    usage: tuple[int, int] | None = (13, 5),
+    usage: tuple[int, int] = (13, 5),
 ) -> StubResponse:
     return _anthropic_reply([{"type": "text", "text": text}], model, stop_reason, usage)
 
@@ -266,7 +323,7 @@ def anthropic_tool_use(
     *,
     text: str | None = None,
     model: str = "stub-model",
-    usage: tuple[int, int] | None = (29, 12),
+    usage: tuple[int, int] = (29, 12),
 ) -> StubResponse:
     """`calls` are (id, name, input object), as the API sends them."""
     blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
@@ -278,7 +335,7 @@ def anthropic_tool_use(
 
 
 def _anthropic_reply(
-    blocks: list[dict[str, Any]], model: str, stop_reason: str, usage: tuple[int, int] | None
+    blocks: list[dict[str, Any]], model: str, stop_reason: str, usage: tuple[int, int]
 ) -> StubResponse:
     body: dict[str, Any] = {
         "id": "msg_stub",
@@ -287,9 +344,9 @@ def _anthropic_reply(
         "model": model,
         "content": blocks,
         "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},
     }
-    if usage is not None:
-        body["usage"] = {"input_tokens": usage[0], "output_tokens": usage[1]}
     return StubResponse(200, body)
 
 
@@ -306,7 +363,12 @@ def anthropic_error(
 
 
 def raw_reply(
-    body: bytes, *, status: int = 200, delay_s: float = 0.0, content_type: str = "application/json"
+    body: bytes,
+    *,
+    status: int = 200,
+    delay_s: float = 0.0,
+    drip_s: float = 0.0,
+    content_type: str = "application/json",
 ) -> StubResponse:
     """Bytes sent as they are: malformed JSON, HTML from a proxy, an empty body."""
-    return StubResponse(status, body, {"Content-Type": content_type}, delay_s)
+    return StubResponse(status, body, {"Content-Type": content_type}, delay_s, drip_s=drip_s)

@@ -11,19 +11,35 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "verify_book_assets_v2.py"
 
+# Runs the script as `python SCRIPT ...` would, then records the verifier
+# process's own peak memory in the file named first: VmHWM, the high-water
+# mark of this program's memory (getrusage would also count the memory of the
+# test process it was forked from, which Linux carries across exec).
+_MEASURED = """\
+import runpy, sys
+report, sys.argv = sys.argv[1], sys.argv[2:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+finally:
+    with open("/proc/self/status") as status:
+        peak = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+    with open(report, "w") as written:
+        written.write(peak)
+"""
+
+
+def _run(
+    command: list[str], *, cwd: Path = REPO, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
 
 def verify(
     *arguments: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(SCRIPT), *map(str, arguments)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return _run([sys.executable, str(SCRIPT), *map(str, arguments)], cwd=cwd, env=env)
 
 
 def verify_json(tmp_path: Path, *arguments: str | Path) -> tuple[int, dict[str, Any]]:
@@ -31,3 +47,13 @@ def verify_json(tmp_path: Path, *arguments: str | Path) -> tuple[int, dict[str, 
     report = tmp_path / "report.json"
     completed = verify(*arguments, "--json", report)
     return completed.returncode, json.loads(report.read_text(encoding="utf-8"))
+
+
+def verify_measured(
+    tmp_path: Path, *arguments: str | Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], int]:
+    """The run, its JSON report, and the verifier's peak memory in KiB."""
+    report, peak = tmp_path / "report.json", tmp_path / "peak-kib"
+    command = [sys.executable, "-c", _MEASURED, str(peak), str(SCRIPT), *map(str, arguments)]
+    completed = _run([*command, "--json", str(report)], env=env)
+    return completed, json.loads(report.read_text(encoding="utf-8")), int(peak.read_text())

@@ -143,9 +143,9 @@ def test_a_listing_that_floods_its_output_is_stopped_and_the_chapter_goes_on(
     status, report = verify_json(tmp_path, CHAPTERS / "flood.md")
     assert status == 1
     (failure,) = report["chapters"][0]["failures"]
-    assert (failure["line"], failure["kind"]) == (3, "exception")
-    assert "file-size limit" in failure["message"]
-    assert "more lines)" in failure["detail"]
+    assert (failure["line"], failure["kind"]) == (3, "too-much-output")
+    assert "was stopped at the worker's file-size limit" in failure["message"]
+    assert "not shown)" in failure["detail"]
     assert len(failure["detail"]) < 10_000
     assert report["chapters"][0]["listings"] == {"passed": 1, "total": 2}
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
-from verifying import verify
+from verifying import REPO, SCRIPT, verify
 
 FIXTURES = Path(__file__).resolve().parent / "verify_fixtures"
 CHAPTERS = FIXTURES / "chapters"
@@ -107,3 +111,107 @@ def test_a_drifted_checkpoint_output_block_is_rewritten(tmp_path: Path) -> None:
             path.read_bytes()
             == (FIXTURES / "book_faults" / "book" / "textbook" / other).read_bytes()
         )
+
+
+def big_outputs_chapter(folder: Path) -> Path:
+    """Three listings whose new outputs would make the chapter about 18 KiB."""
+    blocks = [
+        f'```python\nprint("{letter}" * 6000)\n```\n\n```output\nold\n```\n' for letter in "abc"
+    ]
+    chapter = folder / "big.md"
+    chapter.write_text("# Big outputs\n\n" + "\n".join(blocks), encoding="utf-8")
+    return chapter
+
+
+def verify_under_file_size_limit(kib: int, *arguments: str | Path) -> str:
+    """The verifier's output, run by a shell whose `ulimit -f` caps every file it writes."""
+    command = " ".join(shlex.quote(str(part)) for part in (sys.executable, SCRIPT, *arguments))
+    completed = subprocess.run(
+        ["bash", "-c", f"ulimit -f {kib}; exec {command}"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    return completed.stdout
+
+
+def test_a_full_disk_leaves_the_chapter_byte_for_byte_unchanged(tmp_path: Path) -> None:
+    chapter = big_outputs_chapter(tmp_path)
+    before = chapter.read_bytes()
+    printed = verify_under_file_size_limit(16, "--update", chapter)
+    assert "--update refused: cannot write the chapter (File too large); it was left as it was" in (
+        printed
+    )
+    assert chapter.read_bytes() == before
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["big.md"]  # no temporary file
+
+
+def test_without_the_limit_the_same_update_is_written(tmp_path: Path) -> None:
+    # The control for the test above: the limit, not the chapter, stopped that update.
+    chapter = big_outputs_chapter(tmp_path)
+    assert verify("--update", chapter).returncode == 0
+    assert len(chapter.read_bytes()) > 16 * 1024
+    assert verify(chapter).returncode == 0
+
+
+def test_an_output_holding_a_wildcard_is_never_written(tmp_path: Path) -> None:
+    chapter = tmp_path / "dots.md"
+    chapter.write_text(
+        '# Dots\n\n```python\nprint("loading...")\nprint("...")\n```\n\n```output\nold\n```\n',
+        encoding="utf-8",
+    )
+    before = chapter.read_bytes()
+    completed = verify("--update", chapter)
+    assert completed.returncode == 1
+    assert (
+        "--update refused: line 8: the new output holds '...', which the `output` block "
+        "would read as a wildcard; update it by hand"
+    ) in completed.stdout
+    assert chapter.read_bytes() == before
+
+
+def test_a_checkpoint_output_holding_dots_is_written_as_it_is_compared_exactly(
+    tmp_path: Path,
+) -> None:
+    book = tmp_path / "book_faults"
+    shutil.copytree(FIXTURES / "book_faults", book)
+    checkpoint = book / "book" / "textbook" / "checkpoints" / "fixture_ch01_checkpoint.py"
+    checkpoint.write_text(
+        checkpoint.read_text(encoding="utf-8").replace('"vanilla needs"', '"vanilla needs..."'),
+        encoding="utf-8",
+    )
+    manifest = book / "book" / "textbook" / "book.toml"
+    chapter = book / "book" / "textbook" / "ch01_checkpoint_drifts.md"
+    verify("--textbook", "--manifest", manifest, "--update")
+    assert "vanilla needs... 7" in chapter.read_text(encoding="utf-8")
+
+
+def test_a_chapter_deleted_while_it_was_verified_is_an_error_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    chapter = tmp_path / "vanishing.md"
+    chapter.write_text(
+        "# Vanishing\n\n```python\nimport os, sys\n\nos.remove(sys.argv[0])\n"
+        'print("new")\n```\n\n```output\nold\n```\n',
+        encoding="utf-8",
+    )
+    completed = verify("--update", chapter)
+    assert completed.returncode == 1
+    assert "Traceback" not in completed.stderr
+    assert "--update refused: the chapter was deleted while it was being verified" in (
+        completed.stdout
+    )
+    assert not chapter.exists()
+
+
+def test_a_chapter_behind_a_symbolic_link_is_updated_through_it(tmp_path: Path) -> None:
+    target = copy("mismatch.md", tmp_path)
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    assert verify("--update", link).returncode == 0
+    assert link.is_symlink()
+    assert "chocolate: 7" in target.read_text(encoding="utf-8")

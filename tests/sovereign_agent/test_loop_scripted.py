@@ -602,3 +602,25 @@ def test_the_tools_on_offer_are_asked_for_at_every_step() -> None:
         ["list_stock"],
         ["list_stock"],
     ]
+
+
+def test_a_tool_result_with_keys_that_cannot_be_sorted_fails_the_call_not_the_run() -> None:
+    # {1: ..., "b": ...} encodes without sort_keys but not with it; the loop
+    # sends observations with sorted keys, so the dispatcher must judge the same
+    # encoding, or this value would pass its check and crash the loop afterwards.
+    mixed = ExecutableTool(
+        name="mixed",
+        description="Returns a dict whose keys are an int and a str.",
+        arguments=NoArguments,
+        handler=lambda _: {1: "one", "b": 2},
+    )
+    dispatcher = Dispatcher([mixed], allowed=["mixed"])
+    model = ScriptedModel([turn(ask("call-1", "mixed")), final("done")])
+
+    record = run_task(model, dispatcher, "go", max_steps=3, max_tool_calls=3)
+
+    assert record.stop_reason == StopReason.FINAL_ANSWER
+    assert observations(record.messages) == {"call-1": {"ok": False, "error": "tool_failed"}}
+    assert record.executed == ("mixed",)
+    outcome = dispatcher.attempt(ToolCall(id="x", name="mixed", arguments={}))
+    assert outcome.failure is not None and outcome.failure.stage == "result"

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import pickle
+import re
 import socket
 import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -23,6 +25,7 @@ from provider_stub import (
     openai_text,
     raw_reply,
 )
+from pydantic import ValidationError
 
 from sovereign_agent.models import (
     AnthropicClient,
@@ -36,6 +39,7 @@ from sovereign_agent.models import (
     Secret,
     UserMessage,
 )
+from sovereign_agent.models._redact import MIN_END, MIN_FRAGMENT, printable_line
 from sovereign_agent.models.http import display_url, parse_retry_after
 
 KEY = "secret-token-http-77aa"
@@ -130,13 +134,25 @@ def test_retries_are_bounded_and_the_last_error_is_reported(stub):
     assert waits == [1.0, 1.0]
 
 
-def test_a_redirect_is_not_followed_so_the_key_stays_home(stub):
-    stub.enqueue(OPENAI_ROUTE, StubResponse(307, {}, {"Location": f"{stub.base_url}/elsewhere"}))
+ELSEWHERE = "/elsewhere/chat/completions"
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_not_followed_so_the_key_stays_home(stub, status):
+    # The redirect's target holds a valid reply: a client that followed it
+    # would return that reply instead of raising, and this test would fail.
+    stub.enqueue(ELSEWHERE, openai_text("followed the redirect"))
+    location = {"Location": f"{stub.base_url}{ELSEWHERE}"}
+    stub.enqueue(OPENAI_ROUTE, StubResponse(status, {}, location))
     with pytest.raises(ModelHTTPError) as caught:
         openai(stub).complete(HI)
-    assert caught.value.status == 307
-    assert "redirects are not followed" in str(caught.value)
+    assert caught.value.status == status
+    assert str(caught.value) == (
+        f"HTTP {status} from {stub.openai_base_url}/chat/completions: "
+        "redirects are not followed (the key would travel with them)"
+    )
     assert [request.path for request in stub.requests] == [OPENAI_ROUTE]
+    assert stub.pending(ELSEWHERE) == 1
 
 
 def test_an_error_body_that_is_not_json_is_shown_on_one_short_line(stub):
@@ -174,7 +190,7 @@ def test_retry_logging_never_contains_the_key(stub, caplog):
     stub.enqueue(OPENAI_ROUTE, openai_error(429, f"key {KEY} is rate limited"), openai_text("ok"))
     with caplog.at_level(logging.DEBUG, logger="sovereign_agent.models"):
         openai(stub, sleep=lambda _: None).complete(HI)
-    assert "retrying in 1.0 s (attempt 1 of 3)" in caplog.text
+    assert re.search(r"retrying in \d\.\d s \(attempt 1 of 3\)", caplog.text)
     assert KEY not in caplog.text
 
 
@@ -305,3 +321,124 @@ def test_a_server_that_does_not_speak_http_is_a_response_error():
         with pytest.raises(ModelResponseError, match=r"is broken HTTP \(BadStatusLine\)$"):
             client.complete(HI)
         thread.join(timeout=5)
+
+
+# -- settings are checked when built ------------------------------------
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"max_retries": 2.5},
+        {"max_retries": 2.0},
+        {"max_retries": True},
+        {"max_retries": -1},
+        {"max_retries": 11},
+        {"timeout_s": True},
+        {"timeout_s": "30"},
+        {"timeout_s": 0},
+        {"timeout_s": float("nan")},
+        {"timeout_s": float("inf")},
+        {"deadline_s": False},
+        {"max_retry_wait_s": -0.5},
+        {"timeout": 30},
+    ],
+    ids=repr,
+)
+def test_settings_refuse_a_wrong_value_when_built(options):
+    with pytest.raises(ValidationError):
+        HTTPSettings(**options)
+
+
+def test_settings_take_whole_seconds_and_are_frozen():
+    settings = HTTPSettings(timeout_s=5, deadline_s=20)
+    assert (settings.timeout_s, settings.deadline_s) == (5.0, 20.0)
+    with pytest.raises(ValidationError):
+        settings.max_retries = 3  # type: ignore[misc]
+
+
+# -- what is retried, and for how long -----------------------------------
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_a_connection_reset_is_retried(stub, provider):
+    route, text, _ = PROVIDERS[provider]
+    waits: list[float] = []
+    stub.enqueue(route, StubResponse(reset=True), text("after the reset"))
+    reply = client_of(provider, stub, sleep=waits.append).complete(HI)
+    assert reply.message.content == "after the reset"
+    assert len(stub.requests) == 2
+    assert len(waits) == 1 and 0.5 <= waits[0] <= 1.0
+
+
+def test_a_reset_on_every_attempt_is_reported_once_with_the_attempt_count(stub):
+    stub.enqueue(OPENAI_ROUTE, *[StubResponse(reset=True)] * 3)
+    with pytest.raises(ModelUnavailableError) as caught:
+        openai(stub, sleep=lambda _: None).complete(HI)
+    assert str(caught.value).startswith(f"cannot reach {stub.openai_base_url}/chat/completions: ")
+    assert str(caught.value).endswith("(gave up after 3 attempts)")
+
+
+def test_an_attempt_that_runs_out_of_time_is_retried(stub):
+    waits: list[float] = []
+    stub.enqueue(OPENAI_ROUTE, StubResponse(200, openai_text("late").body, delay_s=30))
+    stub.enqueue(OPENAI_ROUTE, openai_text("in time"))
+    client = openai(stub, sleep=waits.append, settings=HTTPSettings(timeout_s=0.3))
+    assert client.complete(HI).message.content == "in time"
+    assert len(waits) == 1
+
+
+def test_the_call_deadline_ends_the_retries(stub):
+    stub.enqueue(OPENAI_ROUTE, *[StubResponse(200, openai_text("late").body, delay_s=30)] * 5)
+    options = HTTPSettings(timeout_s=0.3, deadline_s=0.5, max_retries=4, max_retry_wait_s=0.01)
+    started = time.monotonic()
+    with pytest.raises(ModelUnavailableError) as caught:
+        openai(stub, settings=options).complete(HI)
+    assert time.monotonic() - started < 0.5 + 2.0  # the deadline, and a busy machine's margin
+    assert str(caught.value) == (
+        f"no reply from {stub.openai_base_url}/chat/completions within 0.5 s "
+        "(gave up after 2 attempts)"
+    )
+
+
+def test_a_retry_wait_that_would_pass_the_deadline_is_not_taken(stub):
+    waits: list[float] = []
+    stub.enqueue(OPENAI_ROUTE, openai_error(503, "later", retry_after="20"), openai_text("ok"))
+    client = openai(stub, sleep=waits.append, settings=HTTPSettings(deadline_s=10))
+    with pytest.raises(ModelHTTPError, match=r"later$"):
+        client.complete(HI)
+    assert waits == []
+    assert stub.pending(OPENAI_ROUTE) == 1
+
+
+# -- a key echoed back, whole or in part, in any case ----------------------
+@pytest.mark.parametrize(
+    "echo",
+    [KEY, KEY.upper(), KEY.swapcase(), KEY[:8], KEY[-4:].upper(), KEY[5:12], f"x{KEY[3:-3]}y"],
+    ids=["whole", "upper", "swapped", "first 8", "last 4", "middle", "inner"],
+)
+def test_no_piece_of_an_echoed_key_is_shown(stub, echo):
+    stub.enqueue(OPENAI_ROUTE, openai_error(401, f"Incorrect API key provided: {echo}."))
+    with pytest.raises(ModelHTTPError) as caught:
+        openai(stub).complete(HI)
+    assert str(caught.value).endswith("Incorrect API key provided: ***.") or echo.startswith("x")
+    assert_no_piece_of(KEY, str(caught.value))
+
+
+def assert_no_piece_of(key: str, text: str) -> None:
+    lowered, key = text.lower(), key.lower()
+    for start in range(len(key) - MIN_FRAGMENT + 1):
+        assert key[start : start + MIN_FRAGMENT] not in lowered
+    assert key[:MIN_END] not in lowered and key[-MIN_END:] not in lowered
+
+
+@given(st.data(), st.text(max_size=30), st.text(max_size=30))
+def test_one_line_masks_any_long_enough_piece_of_a_key_in_any_case(data, before, after):
+    start = data.draw(st.integers(0, len(KEY) - MIN_FRAGMENT))
+    end = data.draw(st.integers(start + MIN_FRAGMENT, len(KEY)))
+    flips = data.draw(st.lists(st.booleans(), min_size=end - start, max_size=end - start))
+    pairs = zip(KEY[start:end], flips, strict=True)
+    piece = "".join(char.swapcase() if flip else char for char, flip in pairs)
+    shown = printable_line(f"{before}{piece}{after}", [KEY], limit=10_000)
+    assert "\n" not in shown and shown.isprintable()
+    assert_no_piece_of(KEY, shown)
+
+
+def test_ordinary_words_that_share_a_few_letters_with_the_key_are_left_alone():
+    assert printable_line("max_tokens: too large", [KEY], limit=300) == "max_tokens: too large"

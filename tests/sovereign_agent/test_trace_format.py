@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import runpy
 from pathlib import Path
 from typing import Any
 
 import pytest
+from morning_plan import SHOP
 
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
@@ -23,9 +23,6 @@ from sovereign_agent.trace import (
 )
 from sovereign_agent.trace.format import ModelReplyEvent, RunFinishedEvent
 
-SHOP = runpy.run_path(
-    "book/textbook/checkpoints/profrod_sovereign_agent_ch01_first_model_call_checkpoint.py"
-)["SHOP"]
 PLAN = [
     AssistantMessage(
         tool_calls=(AssistantToolCall(id="c1", name="list_stock", arguments_json="{}"),)

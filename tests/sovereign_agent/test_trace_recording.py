@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import runpy
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from morning_plan import CHAPTER_3, PLAN, SHOP, TASK, ask, turn
 
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import (
@@ -34,34 +34,6 @@ from sovereign_agent.trace import (
     schema_fingerprint,
 )
 from sovereign_agent.trace.format import parse_event
-
-ROOT = Path(__file__).resolve().parents[2]
-CHAPTER_1 = (
-    ROOT / "book/textbook/checkpoints/profrod_sovereign_agent_ch01_first_model_call_checkpoint.py"
-)
-CHAPTER_3 = (
-    ROOT / "book/textbook/checkpoints/profrod_sovereign_agent_ch03_bounded_agent_loop_checkpoint.py"
-)
-SHOP = runpy.run_path(str(CHAPTER_1))["SHOP"]
-TASK = "Plan this morning's re-order."
-
-
-def ask(call_id: str, name: str, **arguments: Any) -> AssistantToolCall:
-    return AssistantToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
-
-
-def turn(*calls: AssistantToolCall) -> AssistantMessage:
-    return AssistantMessage(tool_calls=calls)
-
-
-PLAN = [
-    turn(ask("c1", "list_stock")),
-    turn(
-        ask("c2", "draft_order", sku="SKU-VANILLA", quantity=6),
-        ask("c3", "draft_order", sku="SKU-STRAWBERRY", quantity=4),
-    ),
-    AssistantMessage(content="Draft 6 vanilla and 4 strawberry: 2,600 pence."),
-]
 
 
 def ticking() -> Any:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import runpy
 import subprocess
 import sys
 from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from morning_plan import CHAPTER_3, SHOP
 from provider_stub import (
     ANTHROPIC_ROUTE,
     OPENAI_ROUTE,
@@ -35,11 +35,6 @@ from sovereign_agent.trace.recorder import (
     secrets_from_env,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-CHECKPOINTS = ROOT / "book/textbook/checkpoints"
-SHOP = runpy.run_path(
-    str(CHECKPOINTS / "profrod_sovereign_agent_ch01_first_model_call_checkpoint.py")
-)["SHOP"]
 KEY = "secret-token-5f0e2b9c7a41d3e8"
 
 
@@ -152,9 +147,8 @@ def test_the_chapter_3_checkpoint_against_the_stub_writes_no_piece_of_the_key(
             "OPENAI_BASE_URL": stub.openai_base_url,
             "SOVEREIGN_TRACE": str(trace),
         }
-        checkpoint = CHECKPOINTS / "profrod_sovereign_agent_ch03_bounded_agent_loop_checkpoint.py"
         result = subprocess.run(
-            [sys.executable, str(checkpoint)],
+            [sys.executable, str(CHAPTER_3)],
             env=env,
             capture_output=True,
             text=True,

@@ -1,19 +1,22 @@
-"""Chapter 4, as you saved it: a run written down as it happens, and hints that are safe to give.
+"""Chapter 4, as you saved it: runs written down as they happen, replayed, counted and measured.
 
-The dispatcher gains two options, both off unless asked for: safe hints for a
-refused request, built from the schema alone, and the setup a trace records
-so that a replay can build the same tools again. The loop tells a recorder
-what happens at each step; `SOVEREIGN_TRACE=path.jsonl` makes every run
-append its trace to that file. The rest of the runtime (the messages, the
-recorder, the replay, the evaluation) comes from the book's package.
+The loop tells a recorder each step, and SOVEREIGN_TRACE=path.jsonl writes
+every run to that file. The dispatcher gains two options, off unless asked
+for: safe hints for a refused request, built from the schema alone, and the
+setup a trace records so that a replay can build the same tools again. The
+failure classes name the layer that said no; the call records and the two
+rates measure runs of an evaluation suite. The recorder, the trace format,
+replay and the suite's runner come from the book's runtime.
 Importing this file defines things and prints nothing.
 """
 
 import copy
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
@@ -53,16 +56,6 @@ from sovereign_agent.tools import (
 from sovereign_agent.trace import Recorder, recorder_from_env
 
 
-def schema_fingerprint(schema: Mapping[str, Any]) -> str:
-    """A name for one exact tool schema: change anything in it, and the name changes.
-
-    The schema is written as canonical JSON (sorted keys, no spaces) so that the
-    same schema always gives the same text, then hashed with SHA-256.
-    """
-    canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
 @dataclass(frozen=True)
 class Setup:
     """How to build a dispatcher again: an importable factory and the arguments it was given.
@@ -74,6 +67,16 @@ class Setup:
 
     factory: str
     arguments: Mapping[str, Any]
+
+
+def schema_fingerprint(schema: Mapping[str, Any]) -> str:
+    """A name for one exact tool schema: change anything in it, and the name changes.
+
+    The schema is written as canonical JSON (sorted keys, no spaces) so that the
+    same schema always gives the same text, then hashed with SHA-256.
+    """
+    canonical = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def expected_value(schema: Mapping[str, Any]) -> str:
@@ -395,3 +398,166 @@ def run_task(
             messages.append(observation_message(raw.id, outcome.observation))
         if stop is not None:
             return finish(stop)
+
+
+class FailureClass(StrEnum):
+    """Which layer said no: every refusal of a call, and every stop but a final answer."""
+
+    UNKNOWN_TOOL = "unknown or hidden tool"
+    INVALID_ARGUMENTS = "invalid arguments"
+    MISSING_AUTHORITY = "missing authority"
+    TOOL_FAILED = "tool failed"
+    RESULT_TOO_LARGE = "result too large"
+    MALFORMED_CALL = "malformed call"
+    BUDGET = "budget"
+    DUPLICATE_CALL_ID = "duplicate call id"
+    MODEL_ERROR = "model error"
+
+
+FAILURE_CLASSES: Mapping[str, FailureClass] = {
+    "tool_not_allowed": FailureClass.UNKNOWN_TOOL,
+    "invalid_arguments": FailureClass.INVALID_ARGUMENTS,
+    "write_authority_required": FailureClass.MISSING_AUTHORITY,
+    "tool_failed": FailureClass.TOOL_FAILED,
+    "result_too_large": FailureClass.RESULT_TOO_LARGE,
+    "malformed_tool_call": FailureClass.MALFORMED_CALL,
+    "step_limit": FailureClass.BUDGET,
+    "tool_call_limit": FailureClass.BUDGET,
+    "duplicate_call_id": FailureClass.DUPLICATE_CALL_ID,
+    "model_error": FailureClass.MODEL_ERROR,
+}
+
+
+def failure_class(code: str, stage: str | None = None) -> FailureClass | None:
+    """The class of a call's code or a run's stop reason; None when nothing failed."""
+    if code in ("ok", "final_answer"):
+        return None
+    if code == "tool_failed" and stage == "before_write":
+        # The authority refused before the handler ran: no one authorised the
+        # write, which is a different conversation from a tool that broke.
+        return FailureClass.MISSING_AUTHORITY
+    if code not in FAILURE_CLASSES:
+        raise ValueError(f"no failure class for the code {code!r}")
+    return FAILURE_CLASSES[code]
+
+
+UNREADABLE = "(unreadable)"
+
+
+NO_FIT = "(no tool fits)"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a run: the tool asked for, the tool its arguments fit, and its answer's code."""
+
+    asked: str
+    fits: str
+    code: str
+
+
+def shaped_for(arguments_json: str, asked: str, tools: Sequence[Mapping[str, Any]]) -> str:
+    """The tool a call's arguments were written for: read from what the model wrote, not its mind.
+
+    It is the offered tool whose declared fields hold every key sent and whose
+    required fields were all sent; the tool asked for, when it is one of them.
+    """
+    try:
+        arguments = json.loads(arguments_json)
+    except ValueError:
+        return UNREADABLE
+    if not isinstance(arguments, dict):
+        return UNREADABLE
+    sent = set(arguments)
+    fits = []
+    for schema in tools:
+        parameters = schema["function"]["parameters"]
+        declared = set(parameters.get("properties", {}))
+        if sent <= declared and set(parameters.get("required", ())) <= sent:
+            fits.append(schema["function"]["name"])
+    if asked in fits:
+        return asked
+    return fits[0] if fits else NO_FIT
+
+
+# Refused before any handler ran, because of what the model wrote.
+INVALID_CHOICES = frozenset({"tool_not_allowed", "invalid_arguments", "malformed_tool_call"})
+
+
+# What a model can recover from: its invalid choices, and the shop saying no.
+MISTAKES = INVALID_CHOICES | {"tool_failed"}
+
+
+def invalid_choices(calls: Sequence[Call]) -> int:
+    """How many calls were refused for what the model chose: a tool, its arguments, its syntax."""
+    return sum(call.code in INVALID_CHOICES for call in calls)
+
+
+def recoveries(calls: Sequence[Call]) -> tuple[int, int]:
+    """(mistakes, recovered): refused or failed calls, and those followed by a corrected one.
+
+    A mistake is corrected by a later call written for the same tool (its
+    arguments fit it) that succeeds; a call that could not be read, or that no
+    offered tool fits, by any later call that succeeds. Whether the correction
+    did the whole job is for the expectations on the shop's final state to say.
+    """
+    mistakes = recovered = 0
+    for index, call in enumerate(calls):
+        if call.code not in MISTAKES:
+            continue
+        mistakes += 1
+        later = calls[index + 1 :]
+        if any(
+            again.code == "ok" and call.fits in (UNREADABLE, NO_FIT, again.fits) for again in later
+        ):
+            recovered += 1
+    return mistakes, recovered
+
+
+def ticking_clock(step_ns: int = 1_000) -> Callable[[], int]:
+    """A clock that moves `step_ns` each time it is read, so durations print the same."""
+    now = 0
+
+    def read() -> int:
+        nonlocal now
+        now += step_ns
+        return now
+
+    return read
+
+
+def page_recorder(sink: Callable[[dict[str, Any]], None]) -> Recorder:
+    """A recorder whose times and run id are the same on every run: fit for a printed page."""
+    return Recorder(
+        sink,
+        clock=ticking_clock(),
+        now=lambda: datetime(2025, 6, 2, 7, 30, tzinfo=UTC),
+        new_run_id=lambda: "5eed" * 8,
+    )
+
+
+def show_event(event: Mapping[str, Any]) -> None:
+    """One event on one line: its number, its kind, and what it says."""
+    kind = event["event"]
+    if kind == "run_started":
+        setup = event["setup"]["factory"] if event["setup"] else None
+        said = f"task {event['task']!r}, bounds {event['max_steps']}/{event['max_tool_calls']}"
+        said += f", setup {setup}"
+    elif kind == "model_request":
+        tools = ", ".join(f"{name} {fp[7:15]}" for name, fp in event["tools"].items())
+        said = f"step {event['step']}, messages: {event['messages']}, tools: {tools}"
+    elif kind == "model_reply":
+        calls = ", ".join(f"{c['name']} [{c['id']}]" for c in event["tool_calls"])
+        said = f"step {event['step']}, {calls or repr(event['content'])}"
+    elif kind == "tool_call":
+        said = f"{event['gen_ai.tool.name']} [{event['gen_ai.tool.call.id']}]"
+        said += f" {event['gen_ai.tool.call.arguments']}"
+    elif kind == "tool_outcome":
+        ran = "ran" if event["handler_ran"] else "did not run"
+        said = f"{event['gen_ai.tool.name']} [{event['gen_ai.tool.call.id']}] {event['code']}"
+        said += f", handler {ran}, {event['duration_ns']} ns"
+        if event["exception.type"]:
+            said += f", {event['exception.type']}: {event['exception.message']}"
+    else:
+        said = f"{event['stop_reason']} after {event['steps']} steps, {event['duration_ns']} ns"
+    print(f"{event['seq']:>2} {kind:<13} {said}")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from bookproof.verify.environment import display_path
+from bookproof.verify.files import UnreadableFile, read_regular_file, shown
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -35,7 +36,7 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 class ChapterError(Exception):
-    """The chapter file cannot be read at all (missing, not UTF-8): a usage error."""
+    """The chapter file cannot be read at all (missing, a folder, not UTF-8): a usage error."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,6 @@ class Fence:
     closed: bool
     markup: str
     raises: str | None = None
-
-    @property
-    def first_content_line(self) -> int:
-        return self.line + 1
 
 
 @dataclass(frozen=True)
@@ -131,17 +128,15 @@ def _markdown() -> MarkdownIt:
 
 
 def read_chapter(path: Path) -> Chapter:
-    """Read and parse a chapter file; a missing or undecodable file is a ChapterError."""
+    """Read and parse a chapter file; one that cannot be read or decoded is a ChapterError."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ChapterError(f"{path}: no such chapter file") from None
-    except OSError as error:
-        raise ChapterError(f"{path}: cannot read: {error}") from None
+        raw = read_regular_file(path)
+    except UnreadableFile as error:
+        raise ChapterError(f"{shown(path)}: cannot read the chapter: {error}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise ChapterError(f"{path}: not UTF-8 text: {error}") from None
+        raise ChapterError(f"{shown(path)}: not UTF-8 text: {error}") from None
     return parse_chapter(path, text)
 
 
@@ -179,7 +174,13 @@ def parse_chapter(path: Path, text: str) -> Chapter:
                 "the block is shown only, never run or compared"
             )
 
-    problems: list[str] = []
+    # A fence never closed runs to the end of the chapter (or of its list item
+    # or quote), swallowing the prose and blocks after it: always a mistake.
+    problems = [
+        (fence.line, f"the {fence.markup} fence opened here is never closed")
+        for fence in fences
+        if not fence.closed
+    ]
     listings: list[Listing] = []
     pending: Fence | None = None  # the last listing still waiting for its output
     for fence in fences:
@@ -189,8 +190,11 @@ def parse_chapter(path: Path, text: str) -> Chapter:
                 pending = None
                 continue
             problems.append(
-                f"{where}:{fence.line}: `output` block with no `python` block just before it "
-                "(only blank lines may separate them)"
+                (
+                    fence.line,
+                    "`output` block with no `python` block just before it "
+                    "(only blank lines may separate them)",
+                )
             )
             continue
         if pending is not None:
@@ -208,6 +212,6 @@ def parse_chapter(path: Path, text: str) -> Chapter:
         listings=tuple(listings),
         skipped=tuple(f for f in fences if f.kind == "skip"),
         checkpoint_outputs=tuple(f for f in fences if f.kind == "checkpoint-output"),
-        problems=tuple(problems),
+        problems=tuple(f"{where}:{line}: {problem}" for line, problem in sorted(problems)),
         warnings=tuple(warnings),
     )

@@ -1,4 +1,4 @@
-"""`verify-book`: the command line of the book verifier.
+"""`verify-book`, the command line of the book verifier (`scripts/verify_book_assets_v2.py`).
 
 Exit status: 0 when everything verified holds, 1 when anything failed,
 2 for a usage error (unknown flag, missing file, malformed manifest or
@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from bookproof.verify.chapter import ChapterError
 from bookproof.verify.environment import DEFAULT_MANIFEST, display_path
+from bookproof.verify.files import regular_file_problem, shown
 from bookproof.verify.manifest import Manifest, ManifestChapter, ManifestError, load_manifest
 from bookproof.verify.report import (
     construction_report,
@@ -130,8 +133,15 @@ def _targets(
         return [(c.text, c) for c in manifest.chapters if c.drafted and c.text is not None]
     targets: list[tuple[Path, ManifestChapter | None]] = []
     for path in arguments.chapters:
-        if not path.is_file():
-            raise UsageError(f"{path}: no such chapter file")
+        try:
+            str(path).encode("utf-8")
+        except UnicodeEncodeError:  # bytes the file system decoder could not read
+            raise UsageError(f"{shown(path)}: the file name is not UTF-8 text") from None
+        problem = regular_file_problem(path)
+        if problem == "no such file":
+            raise UsageError(f"{shown(path)}: no such chapter file")
+        if problem is not None:
+            raise UsageError(f"{shown(path)}: cannot verify it: {problem}")
         targets.append((path.resolve(), manifest.chapter_for_text(path) if manifest else None))
     return targets
 
@@ -218,13 +228,24 @@ def run(argv: Sequence[str] | None = None) -> int:
             write_json(arguments.json, manifest if arguments.textbook else None, verdicts, status)
         if arguments.junit:
             write_junit(arguments.junit, verdicts)
-    except OSError as error:
-        print(f"verify-book: error: cannot write a report: {error}", file=sys.stderr)
+    except (OSError, ValueError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+        print(f"verify-book: error: cannot write a report: {reason}", file=sys.stderr)
         return EXIT_USAGE
     return status
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    if hasattr(signal, "SIGXFSZ"):
+        # Past a file-size limit (`ulimit -f`) a write then fails with an error
+        # the verifier reports, instead of the signal killing it mid-report.
+        # Child processes get the default back (subprocess restores it).
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            # A listing's output quoted to a terminal that cannot show it is
+            # escaped, not a UnicodeEncodeError that loses the report.
+            stream.reconfigure(errors="backslashreplace")
     try:
         status = run(argv)
     except BrokenPipeError:

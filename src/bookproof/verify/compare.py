@@ -14,6 +14,8 @@ __all__ = ["WILDCARD", "has_wildcards", "matches", "normalise", "unified_diff"]
 WILDCARD = "..."
 # A diff longer than this is cut: its start locates the difference.
 _DIFF_LINES = 300
+# A diff line longer than this is cut: one printed megabyte is not a diff.
+_DIFF_LINE_CHARS = 400
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -96,7 +98,13 @@ def unified_diff(expected: str, actual: str, *, label: str) -> str:
         tofile="actual",
         lineterm="",
     )
-    lines = list(diff)
+    lines = [
+        line
+        if len(line) <= _DIFF_LINE_CHARS
+        else f"{line[:_DIFF_LINE_CHARS]}... "
+        f"({len(line) - _DIFF_LINE_CHARS:,} more character(s) not shown)"
+        for line in diff
+    ]
     if len(lines) > _DIFF_LINES:
-        lines = [*lines[:_DIFF_LINES], f"... ({len(lines) - _DIFF_LINES} more diff lines)"]
+        lines = [*lines[:_DIFF_LINES], f"... ({len(lines) - _DIFF_LINES:,} more diff lines)"]
     return "\n".join(lines)

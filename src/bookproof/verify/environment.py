@@ -60,6 +60,9 @@ _FIXED = {
     "PYTHONHASHSEED": "0",
     "PYTHONIOENCODING": "utf-8",
     "PYTHONUTF8": "1",
+    # Printed text reaches the file at once, interleaved with a child process's
+    # output as a reader sees it at a terminal, whatever the author's shell sets.
+    "PYTHONUNBUFFERED": "1",
     "TZ": "UTC",
     "LC_ALL": "C.UTF-8",
     "LANG": "C.UTF-8",

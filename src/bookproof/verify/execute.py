@@ -1,29 +1,41 @@
-"""Running book code in child processes, each under a time limit.
+"""Running book code in child processes, each under a time limit, in bounded memory.
 
 Three kinds of run: a chapter's listings (in the worker, one process per
-chapter), a checkpoint script, and the import of a learner file. Every child
-starts in its own session so that a timeout kills it and anything it spawned.
+chapter), a checkpoint script, and the import of a learner file. Whatever the
+code does (print gigabytes, write to every descriptor it holds, forge the
+worker's messages, fork a child that never exits), the verifier reads at most
+a bounded amount of it, ends the run by its time limit, and reports what went
+wrong at the listing or file that did it.
 """
 
 from __future__ import annotations
 
-import contextlib
+import hmac
 import json
+import marshal
 import os
+import secrets
 import select
-import signal
 import subprocess
-import tempfile
-import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from bookproof.verify.chapter import Listing
-from bookproof.verify.environment import REPO_ROOT, child_environment, python_executable
+from bookproof.verify.environment import python_executable
+from bookproof.verify.processes import Head, Leftover, Tail, finish, start, stop_all
+from bookproof.verify.worker import (
+    EXIT_OWN_DESCRIPTORS,
+    FRAME_HEADER_BYTES,
+    MAC_BYTES,
+    MAX_CAPTURE_BYTES,
+)
 
 __all__ = [
+    "MAX_CAPTURE_BYTES",
+    "MAX_PROCESS_OUTPUT",
     "ListingRun",
     "ListingsRun",
     "ProcessRun",
@@ -33,10 +45,16 @@ __all__ = [
     "stop_all",
 ]
 
-# How much of a crashed child's stderr a failure message quotes.
+# How much of a child's stderr a failure message quotes.
 _STDERR_TAIL = 2_000
-# Output past this is cut (a flooding checkpoint must not exhaust the verifier).
-_MAX_OUTPUT = 1_000_000
+# A checkpoint or learner import printing more than this fails, and is stopped.
+MAX_PROCESS_OUTPUT = 1_000_000
+# No honest frame is larger: the captured output, a traceback, bounded texts.
+_MAX_FRAME = 8 * 1024 * 1024
+# How often a run whose pipes stay open is checked for having exited.
+_POLL_S = 0.1
+# How long the pipes of a run that has exited are still read.
+_DRAIN_S = 0.5
 
 _IMPORT_LEARNER = """\
 import importlib.util, os, sys
@@ -53,12 +71,16 @@ spec.loader.exec_module(module)
 class ListingRun:
     """What one listing did: its printed output and, if any, what it raised."""
 
-    stdout: str
+    stdout: str  # at most MAX_CAPTURE_BYTES of it
+    stdout_bytes: int = 0  # how much it printed in all
     exception: dict[str, Any] | None = None
     syntax_error: dict[str, Any] | None = None
-    truncated: bool = False
     flooded: bool = False  # printed so much that the worker's file-size limit stopped it
-    seconds: float = 0.0
+    started: float = 0.0  # seconds since boot, to trace a leftover process to its listing
+
+    @property
+    def truncated(self) -> bool:
+        return self.stdout_bytes > MAX_CAPTURE_BYTES
 
 
 @dataclass(frozen=True)
@@ -70,57 +92,274 @@ class ListingsRun:
     stopped_kind: Literal["timeout", "crash"] | None = None
     partial_stdout: str = ""  # what the stopped listing had printed by then
     seconds: float = 0.0
+    # Processes still running when the listings ended, each with the index of
+    # the listing that started it.
+    leftovers: tuple[tuple[int, Leftover], ...] = ()
 
 
 @dataclass(frozen=True)
 class ProcessRun:
     """A checkpoint run or a learner import."""
 
-    returncode: int | None  # None when it was killed at the time limit
-    stdout: str
-    stderr: str
+    returncode: int | None  # None when it was stopped (time limit, flood)
+    stdout: str  # at most MAX_PROCESS_OUTPUT bytes of it
+    stderr: str  # its last bytes
     timed_out: bool = False
+    stdout_bytes: int = 0
     seconds: float = 0.0
-    command: tuple[str, ...] = field(default=())
+    leftovers: tuple[Leftover, ...] = ()
+
+    @property
+    def flooded(self) -> bool:
+        return self.stdout_bytes > MAX_PROCESS_OUTPUT
 
 
-# Every child still running, so that an interrupted verifier can stop them all
-# (they run in their own sessions, out of reach of the terminal's Ctrl-C).
-_LIVE: set[subprocess.Popen[bytes]] = set()
-_LIVE_LOCK = threading.Lock()
+class _Tampered(Exception):
+    """The worker's channel carried bytes the worker did not write."""
 
 
-def _started(process: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
-    with _LIVE_LOCK:
-        _LIVE.add(process)
-    return process
+class _Frames:
+    """Reads the worker's authenticated frames; anything else is tampering."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self._buffer = bytearray()
+
+    def feed(self, chunk: bytes) -> Iterator[dict[str, Any]]:
+        self._buffer += chunk
+        while len(self._buffer) >= FRAME_HEADER_BYTES:
+            length = int.from_bytes(self._buffer[:4], "big")
+            if length > _MAX_FRAME:
+                raise _Tampered(f"a frame announced {length} bytes")
+            end = FRAME_HEADER_BYTES + length
+            if len(self._buffer) < end:
+                return
+            mac = bytes(self._buffer[4:FRAME_HEADER_BYTES])
+            payload = bytes(self._buffer[FRAME_HEADER_BYTES:end])
+            del self._buffer[:end]
+            expected = _mac(self._key, payload)
+            if not hmac.compare_digest(mac, expected):
+                raise _Tampered("a frame's signature did not match")
+            try:
+                message = marshal.loads(payload)
+            except (EOFError, ValueError, TypeError):
+                raise _Tampered("a signed frame did not decode") from None
+            if not isinstance(message, dict):
+                raise _Tampered("a signed frame was not a message")
+            yield message
 
 
-def _ended(process: subprocess.Popen[bytes]) -> None:
-    with _LIVE_LOCK:
-        _LIVE.discard(process)
+def _mac(key: bytes, payload: bytes) -> bytes:
+    import hashlib
+
+    return hashlib.blake2b(payload, key=key, digest_size=MAC_BYTES).digest()
 
 
-def stop_all() -> None:
-    """Kill every child process (and its session) that is still running."""
-    with _LIVE_LOCK:
-        processes = list(_LIVE)
-    for process in processes:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
+def _text(value: object) -> str:
+    """A string from the worker, fit for any report: lone surrogates become U+FFFD."""
+    if not isinstance(value, str):
+        raise _Tampered("a text field was not text")
+    return value.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+def _number(value: object, kind: type[int] | type[float]) -> Any:
+    if isinstance(value, bool) or not isinstance(value, kind | int):
+        raise _Tampered("a number field was not a number")
+    return value
 
 
-def _tail(path_file: Any) -> str:
-    path_file.seek(0)
-    data = path_file.read()
-    text = data.decode("utf-8", errors="replace")
-    return text[-_STDERR_TAIL:]
+def _flag(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _Tampered("a flag field was not true or false")
+    return value
+
+
+def _frame_list(value: object) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise _Tampered("the frames were not a list")
+    frames: list[dict[str, Any]] = []
+    for frame in value:
+        if not isinstance(frame, dict):
+            raise _Tampered("a frame entry was not a record")
+        if "hidden" in frame:
+            frames.append({"hidden": _number(frame["hidden"], int)})
+            continue
+        frames.append(
+            {
+                "file": _text(frame.get("file")),
+                "line": _number(frame.get("line"), int),
+                "name": _text(frame.get("name")),
+            }
+        )
+    return frames
+
+
+def _error_record(value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _Tampered("an error record was not a record")
+    line = value.get("line")
+    return {
+        "type": _text(value.get("type")),
+        "message": _text(value.get("message")),
+        "frames": _frame_list(value.get("frames", [])),
+        "line": None if line is None else _number(line, int),
+    }
+
+
+def _listing_run(message: dict[str, Any], index: int) -> ListingRun:
+    """A result message, checked field by field: its shape is part of the signature."""
+    if message.get("index") != index:
+        raise _Tampered(f"a result for listing {message.get('index')!r} came in place of {index}")
+    return ListingRun(
+        stdout=_text(message.get("stdout")),
+        stdout_bytes=_number(message.get("stdout_bytes"), int),
+        exception=_error_record(message.get("exception")),
+        syntax_error=_error_record(message.get("syntax_error")),
+        flooded=_flag(message.get("flooded")),
+        started=float(_number(message.get("started"), float)),
+    )
+
+
+class _Replies:
+    """The worker's messages so far, in the only order it sends them:
+    `ready`, one `result` per listing, `done`."""
+
+    def __init__(self, expected: int) -> None:
+        self.expected = expected
+        self.started = False
+        self.done = False
+        self.runs: list[ListingRun] = []
+
+    def take(self, message: dict[str, Any]) -> None:
+        event = message.get("event")
+        if event == "ready" and not self.started:
+            self.started = True
+        elif event == "result" and self.started and not self.done:
+            self.runs.append(_listing_run(message, len(self.runs)))
+        elif event == "done" and self.started and len(self.runs) == self.expected:
+            self.done = True
+        else:
+            raise _Tampered(f"an unexpected {event!r} message")
+
+
+def _drain(descriptor: int, sink: Tail) -> None:
+    """Read what is already in a pipe, without waiting for more."""
+    while select.select([descriptor], [], [], 0)[0]:
+        chunk = os.read(descriptor, 65536)
+        if not chunk:
+            return
+        sink.feed(chunk)
+
+
+def _ended(status: int) -> str:
+    if status == EXIT_OWN_DESCRIPTORS:
+        return "the listing closed or replaced the worker's own file descriptors"
+    if status < 0:
+        return f"the worker process was killed by signal {-status} while running it"
+    return f"the worker process ended (exit status {status}) while running it"
+
+
+def _owner(runs: tuple[ListingRun, ...], leftover: Leftover) -> int:
+    """The listing that started `leftover`: the one it is tagged with, else the
+    last one that began before it did."""
+    if leftover.listing is not None and 0 <= leftover.listing < len(runs):
+        return leftover.listing
+    tick = 1 / os.sysconf("SC_CLK_TCK")  # /proc gives start times in whole ticks
+    owner = 0
+    for index, run in enumerate(runs):
+        if run.started <= leftover.started + tick:
+            owner = index
+    return owner
+
+
+def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> ListingsRun:
+    """Run `listings` in one worker process; each listing gets `timeout` seconds."""
+    began = time.perf_counter()
+    key = secrets.token_bytes(32)
+    job = {
+        "filename": str(path),
+        "key": key.hex(),
+        "blocks": [
+            {"index": i, "source": listing.fence.content, "first_line": listing.fence.line + 1}
+            for i, listing in enumerate(listings)
+        ],
+    }
+    child = start(
+        # `-c` rather than `-m`: runpy's import is a measurable share of start-up.
+        [python_executable(), "-c", "from bookproof.verify.worker import main; main()"],
+        stdin=subprocess.PIPE,
+    )
+    assert child.process.stdin is not None
+    try:
+        child.process.stdin.write(json.dumps(job).encode("utf-8"))
+        child.process.stdin.close()
+    except BrokenPipeError:
+        pass  # the worker died at start; its exit status says how
+    channel, errors = child.stdout.fileno(), child.stderr.fileno()
+    frames = _Frames(key)
+    stderr = Tail(_STDERR_TAIL)
+    replies = _Replies(expected=len(listings))
+    stopped: str | None = None
+    stopped_kind: Literal["timeout", "crash"] | None = None
+    deadline = time.monotonic() + timeout
+    open_streams = {channel, errors}
+    while not replies.done and stopped is None:
+        remaining = deadline - time.monotonic()
+        ready, _, _ = select.select(list(open_streams), [], [], max(min(remaining, _POLL_S), 0))
+        for descriptor in ready:
+            chunk = os.read(descriptor, 65536)
+            if not chunk:
+                open_streams.discard(descriptor)
+            elif descriptor == errors:
+                stderr.feed(chunk)
+            else:
+                try:
+                    for message in frames.feed(chunk):
+                        replies.take(message)
+                        deadline = time.monotonic() + timeout
+                except _Tampered as error:
+                    stopped_kind = "crash"
+                    stopped = (
+                        "the listing wrote to the verifier's private channel, so nothing the "
+                        f"worker reported after it can be trusted ({error})"
+                    )
+        if replies.done or stopped is not None:
+            break
+        # A listing writing to stderr without end must not outlast its time
+        # limit; and a process it forked may hold the channel open after the
+        # worker died, so the worker itself is asked whenever nothing came.
+        late = time.monotonic() >= deadline
+        status = child.process.poll() if late or not ready else None
+        if status is not None:
+            _drain(errors, stderr)
+            tail = stderr.data.decode("utf-8", errors="replace")
+            stopped_kind = "crash"
+            stopped = _ended(status) + (f"; its stderr ends with:\n{tail}" if tail else "")
+        elif late:
+            stopped_kind = "timeout"
+            stopped = (
+                f"the listing did not finish within {timeout:g} s (--timeout)"
+                if replies.started
+                else f"the worker did not start within {timeout:g} s"
+            )
+    partial = ""
+    if stopped_kind == "timeout":
+        partial = _salvage_stdout(child.process.pid)
+    done = replies.done
+    _, leftovers = finish(child, kill=not done)
+    finished = tuple(replies.runs)
+    return ListingsRun(
+        runs=finished,
+        stopped=None if done else stopped,
+        stopped_kind=None if done else stopped_kind,
+        partial_stdout=partial,
+        seconds=time.perf_counter() - began,
+        leftovers=(
+            tuple((_owner(finished, leftover), leftover) for leftover in leftovers) if done else ()
+        ),
+    )
 
 
 def _salvage_stdout(pid: int) -> str:
@@ -128,146 +367,46 @@ def _salvage_stdout(pid: int) -> str:
     capture file through /proc (Linux); empty where that is not possible."""
     try:
         with open(f"/proc/{pid}/fd/1", "rb") as capture:
-            return capture.read(_MAX_OUTPUT).decode("utf-8", errors="replace")
+            return capture.read(MAX_CAPTURE_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return ""
 
 
-def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> ListingsRun:
-    """Run `listings` in one worker process; each listing gets `timeout` seconds."""
-    started = time.perf_counter()
-    job = {
-        "filename": str(path),
-        "blocks": [
-            {"index": i, "source": listing.fence.content, "first_line": listing.fence.line + 1}
-            for i, listing in enumerate(listings)
-        ],
-    }
-    runs: list[ListingRun] = []
-    with tempfile.TemporaryFile() as stderr:
-        process = subprocess.Popen(
-            # `-c` rather than `-m`: runpy's import is a measurable share of start-up.
-            [python_executable(), "-c", "from bookproof.verify.worker import main; main()"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            cwd=REPO_ROOT,
-            env=child_environment(),
-            start_new_session=True,
-        )
-        _started(process)
-        assert process.stdin is not None and process.stdout is not None
-        try:
-            process.stdin.write(json.dumps(job).encode("utf-8"))
-            process.stdin.close()
-        except BrokenPipeError:
-            pass
-        channel = process.stdout.fileno()
-        pending = b""
-        waiting_for = "ready"
-        deadline = time.monotonic() + timeout
-        stopped: str | None = None
-        stopped_kind: Literal["timeout", "crash"] | None = None
-        partial = ""
-        while True:
-            newline = pending.find(b"\n")
-            if newline >= 0:
-                line, pending = pending[:newline], pending[newline + 1 :]
-                try:
-                    message = json.loads(line)
-                except ValueError:
-                    _kill(process)
-                    stopped_kind = "crash"
-                    stopped = "the worker's answer was unreadable (its channel was written to)"
-                    break
-                if message["event"] == "done":
-                    break
-                if message["event"] == "result":
-                    runs.append(
-                        ListingRun(
-                            stdout=message["stdout"],
-                            exception=message.get("exception"),
-                            syntax_error=message.get("syntax_error"),
-                            truncated=message.get("truncated", False),
-                            flooded=message.get("flooded", False),
-                            seconds=message.get("seconds", 0.0),
-                        )
-                    )
-                waiting_for = "result"
-                deadline = time.monotonic() + timeout
-                continue
-            remaining = deadline - time.monotonic()
-            ready, _, _ = select.select([channel], [], [], max(remaining, 0))
-            if not ready:
-                partial = _salvage_stdout(process.pid)
-                _kill(process)
-                stopped_kind = "timeout"
-                if waiting_for == "ready":
-                    stopped = f"the worker did not start within {timeout:g} s"
-                else:
-                    stopped = f"the listing did not finish within {timeout:g} s (--timeout)"
-                break
-            chunk = os.read(channel, 65536)
-            if not chunk:
-                returncode = process.wait()
-                stopped_kind = "crash"
-                stopped = (
-                    f"the worker process ended (exit status {returncode}) while running it"
-                    + (f"; its stderr ends with:\n{_tail(stderr)}" if _tail(stderr) else "")
-                )
-                break
-            pending += chunk
-        if process.poll() is None:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                _kill(process)
-        process.stdout.close()
-        _ended(process)
-    if len(runs) == len(listings):
-        stopped = stopped_kind = None
-    return ListingsRun(
-        runs=tuple(runs),
-        stopped=stopped,
-        stopped_kind=stopped_kind,
-        partial_stdout=partial,
-        seconds=time.perf_counter() - started,
-    )
-
-
 def _run_process(command: list[str], timeout: float) -> ProcessRun:
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=REPO_ROOT,
-        env=child_environment(),
-        start_new_session=True,
-    )
-    _started(process)
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill(process)
-        out, err = process.communicate()
-        _ended(process)
-        return ProcessRun(
-            returncode=None,
-            stdout=out[:_MAX_OUTPUT].decode("utf-8", errors="replace"),
-            stderr=err[-_STDERR_TAIL:].decode("utf-8", errors="replace"),
-            timed_out=True,
-            seconds=time.perf_counter() - started,
-            command=tuple(command),
-        )
-    _ended(process)
+    """Run `command` to its end or its time limit, keeping the head of its stdout
+    (it fails, and is stopped, past MAX_PROCESS_OUTPUT) and the tail of its stderr."""
+    began = time.perf_counter()
+    child = start(command, stdin=subprocess.DEVNULL)
+    stdout, stderr = Head(MAX_PROCESS_OUTPUT), Tail(_STDERR_TAIL)
+    sinks: dict[int, Head | Tail] = {child.stdout.fileno(): stdout, child.stderr.fileno(): stderr}
+    deadline = time.monotonic() + timeout
+    timed_out = False
+    while sinks and not stdout.overflowed:
+        now = time.monotonic()
+        if now >= deadline:
+            timed_out = child.process.poll() is None
+            break
+        if child.process.poll() is not None:
+            # It exited, but a process it left behind may hold its pipes open
+            # (and keep writing): what is already there is read, no more.
+            deadline = min(deadline, now + _DRAIN_S)
+        ready, _, _ = select.select(list(sinks), [], [], min(deadline - now, _POLL_S))
+        for descriptor in ready:
+            chunk = os.read(descriptor, 65536)
+            if chunk:
+                sinks[descriptor].feed(chunk)
+            else:
+                del sinks[descriptor]
+    stopped = timed_out or stdout.overflowed
+    status, leftovers = finish(child, kill=stopped)
     return ProcessRun(
-        returncode=process.returncode,
-        stdout=out[:_MAX_OUTPUT].decode("utf-8", errors="replace"),
-        stderr=err.decode("utf-8", errors="replace"),
-        seconds=time.perf_counter() - started,
-        command=tuple(command),
+        returncode=None if stopped else status,
+        stdout=stdout.data.decode("utf-8", errors="replace"),
+        stderr=stderr.data.decode("utf-8", errors="replace"),
+        timed_out=timed_out,
+        stdout_bytes=stdout.total,
+        seconds=time.perf_counter() - began,
+        leftovers=leftovers,
     )
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from bookproof.verify.files import UnreadableFile, read_regular_file, regular_file_problem, shown
+
 __all__ = ["Manifest", "ManifestChapter", "ManifestError", "load_manifest"]
 
 
@@ -77,11 +79,11 @@ def _key_line(raw: str, start: int, key: str) -> int:
 def load_manifest(path: Path) -> Manifest:
     """Parse and validate the manifest; every error names `path:line`."""
     try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError(f"{path}: manifest not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ManifestError(f"{path}: cannot read the manifest: {error}") from None
+        raw = read_regular_file(path).decode("utf-8")
+    except UnreadableFile as error:
+        raise ManifestError(f"{shown(path)}: cannot read the manifest: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ManifestError(f"{shown(path)}: the manifest is not UTF-8 text: {error}") from None
     try:
         data = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as error:
@@ -144,16 +146,25 @@ def _chapter(
             number=number, title=title, status="planned", line=line, summary=summary
         )
 
-    paths: dict[str, Path] = {}
+    named: dict[str, Path] = {}
     for key in (*_BOOK_FILES, *_REPO_FOLDERS):
         value = entry.get(key)
         if not isinstance(value, str) or not value.strip():
             raise fail(key, f"chapter {number}: a drafted chapter needs `{key}` (a path)")
-        base = book_dir if key in _BOOK_FILES else repo_dir
-        paths[key] = (base / value).resolve()
+        named[key] = (book_dir if key in _BOOK_FILES else repo_dir) / value
     for key in _BOOK_FILES:
-        if not paths[key].is_file():
-            raise fail(key, f"chapter {number}: `{key}` names a missing file: {paths[key]}")
+        problem = regular_file_problem(named[key])
+        if problem == "no such file":
+            raise fail(key, f"chapter {number}: `{key}` names a missing file: {named[key]}")
+        if problem is not None:
+            raise fail(key, f"chapter {number}: `{key}` names {shown(named[key])}: {problem}")
+    paths: dict[str, Path] = {}
+    for key, path in named.items():
+        try:
+            paths[key] = path.resolve()
+        except (OSError, RuntimeError, ValueError):  # a NUL in it, a link loop
+            message = f"chapter {number}: `{key}` is not a usable path: {shown(path)}"
+            raise fail(key, message) from None
     return ManifestChapter(
         number=number,
         title=title,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -171,14 +172,33 @@ def write_json(
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
 
 
+# What XML 1.0 allows in text and attributes; anything else makes the file
+# unreadable to every JUnit consumer, so it is written as a visible escape.
+_NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    return _NOT_XML.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 def write_junit(path: Path, verdicts: Sequence[ChapterVerdict]) -> None:
     """JUnit XML: a suite per chapter, a case per listing, checkpoint and learner file."""
     import xml.etree.ElementTree as ElementTree
 
+    def element(parent: ElementTree.Element, tag: str, **attributes: str) -> ElementTree.Element:
+        return ElementTree.SubElement(
+            parent, tag, {name: _xml(value) for name, value in attributes.items()}
+        )
+
+    def failed(case: ElementTree.Element, failure: Failure) -> None:
+        element(case, "failure", message=failure.message, type=failure.kind).text = _xml(
+            failure.detail
+        )
+
     root = ElementTree.Element("testsuites", name="verify-book")
     all_tests = all_failures = all_skipped = 0
     for verdict in verdicts:
-        suite = ElementTree.SubElement(root, "testsuite", name=verdict.display)
+        suite = element(root, "testsuite", name=verdict.display)
         by_line: dict[int, list[Failure]] = {}
         others: list[Failure] = []
         block_lines = {b.line for b in verdict.blocks}
@@ -190,30 +210,27 @@ def write_junit(path: Path, verdicts: Sequence[ChapterVerdict]) -> None:
         tests = failures = skipped = 0
         for block in verdict.blocks:
             tests += 1
-            case = ElementTree.SubElement(
+            case = element(
                 suite, "testcase", classname=verdict.display, name=f"listing at line {block.line}"
             )
             if block.status == "not-run":
                 skipped += 1
-                ElementTree.SubElement(case, "skipped", message="not run")
+                element(case, "skipped", message="not run")
                 continue
             for failure in by_line.get(block.line, []):
                 failures += 1
-                element = ElementTree.SubElement(
-                    case, "failure", message=failure.message, type=failure.kind
-                )
-                element.text = failure.detail
+                failed(case, failure)
         for name, state in (("checkpoint", verdict.checkpoint), ("learner", verdict.learner)):
             tests += 1
-            case = ElementTree.SubElement(suite, "testcase", classname=verdict.display, name=name)
+            case = element(suite, "testcase", classname=verdict.display, name=name)
             if state in ("not checked", "none"):
                 skipped += 1
-                ElementTree.SubElement(case, "skipped", message=state)
+                element(case, "skipped", message=state)
         for failure in others:
             name = "learner" if failure.kind in ("learner", "drift") else "checkpoint"
             if failure.kind == "exercises":
                 name = "exercises"
-            case = ElementTree.SubElement(
+            case = element(
                 suite,
                 "testcase",
                 classname=verdict.display,
@@ -221,10 +238,7 @@ def write_junit(path: Path, verdicts: Sequence[ChapterVerdict]) -> None:
             )
             tests += 1
             failures += 1
-            element = ElementTree.SubElement(
-                case, "failure", message=failure.message, type=failure.kind
-            )
-            element.text = failure.detail
+            failed(case, failure)
         suite.set("tests", str(tests))
         suite.set("failures", str(failures))
         suite.set("skipped", str(skipped))

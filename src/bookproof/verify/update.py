@@ -3,17 +3,25 @@
 Only the content lines of `output` and `checkpoint-output` blocks that failed
 are replaced; every other byte of the file (line endings included) stays as it
 was, so a chapter whose outputs already match is left byte for byte unchanged.
+The new text is written to a temporary file beside the chapter and renamed
+over it: a full disk, a crash or Ctrl-C leaves the old chapter whole. Output
+that the block would read back as a wildcard is never written: the check
+would quietly become looser than what the listing printed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
 import re
+import tempfile
+from pathlib import Path
 
 from bookproof.verify.chapter import Chapter, Fence
-from bookproof.verify.compare import normalise
+from bookproof.verify.compare import WILDCARD, normalise
+from bookproof.verify.judge import mark_cascade
 from bookproof.verify.verdict import BlockVerdict, ChapterVerdict
-from bookproof.verify.verification import mark_cascade
 
 __all__ = ["UpdateRefused", "rewrite_fences", "update_chapter"]
 
@@ -22,7 +30,8 @@ _NOT_CONTAINER = re.compile(r"[^>\s]")
 
 
 class UpdateRefused(Exception):
-    """A block cannot be rewritten safely (unclosed fence, output that would close it)."""
+    """The chapter cannot be rewritten safely: an unclosed fence, output that would close
+    its block or read back as a wildcard, a chapter changed, deleted or unwritable."""
 
 
 def _fence_body(fence: Fence, output: str, prefix: str, eol: str) -> list[str]:
@@ -52,6 +61,49 @@ def rewrite_fences(text: str, replacements: dict[Fence, str]) -> str:
     return "".join(lines)
 
 
+def _replace(chapter: Chapter, new_text: str) -> None:
+    """Write `new_text` over the chapter atomically, unless someone changed it meanwhile."""
+    path = chapter.path
+    try:
+        on_disk = path.read_bytes()
+    except FileNotFoundError:
+        raise UpdateRefused("the chapter was deleted while it was being verified") from None
+    except OSError as error:
+        raise UpdateRefused(f"cannot read the chapter again: {error.strerror}") from None
+    # An author may have saved the file while it was verified: their edit wins.
+    if on_disk != chapter.text.encode("utf-8"):
+        raise UpdateRefused("the file changed while it was being verified; run again")
+    _write_atomically(path, new_text.encode("utf-8"))
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """`data` in a temporary file in `path`'s folder, flushed to disk, then renamed over
+    `path` (a rename within one file system replaces the file whole or not at all)."""
+    target = Path(os.path.realpath(path))  # a chapter behind a link stays a link
+    try:
+        mode = target.stat().st_mode & 0o7777
+        descriptor, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+    except OSError as error:
+        raise UpdateRefused(f"cannot write beside the chapter: {error.strerror}") from None
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException as error:
+        # A full disk, or Ctrl-C mid-write: the chapter is untouched, and no
+        # half-written copy stays beside it.
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(error, OSError):
+            raise UpdateRefused(
+                f"cannot write the chapter ({error.strerror}); it was left as it was"
+            ) from None
+        raise
+
+
 def update_chapter(chapter: Chapter, verdict: ChapterVerdict) -> ChapterVerdict:
     """Rewrite the chapter's failed output blocks on disk; return the verdict after it."""
     by_line = {fence.line: fence for fence in chapter.fences}
@@ -79,13 +131,15 @@ def update_chapter(chapter: Chapter, verdict: ChapterVerdict) -> ChapterVerdict:
                     fixed.add(("checkpoint-output", failure.line))
     if not replacements:
         return verdict
+    for fence, output in replacements.items():
+        if fence.kind == "output" and any(WILDCARD in line for line in normalise(output)):
+            raise UpdateRefused(
+                f"line {fence.line}: the new output holds {WILDCARD!r}, which the `output` "
+                "block would read as a wildcard; update it by hand"
+            )
     new_text = rewrite_fences(chapter.text, replacements)
     if new_text != chapter.text:
-        # An author may have saved the file while it was verified: their edit wins.
-        if chapter.path.read_bytes() != chapter.text.encode("utf-8"):
-            raise UpdateRefused("the file changed while it was being verified; run again")
-        with chapter.path.open("w", encoding="utf-8", newline="") as handle:
-            handle.write(new_text)
+        _replace(chapter, new_text)
     remaining = mark_cascade(
         [
             dataclasses.replace(failure, cascade_of=None)

@@ -29,9 +29,11 @@ ListingFailureKind = Literal[
     "wrong-exception",
     "no-exception",
     "syntax-error",
+    "too-much-output",
     "timeout",
     "crash",
     "not-run",
+    "process-left-running",
 ]
 LISTING_FAILURE_KINDS: frozenset[str] = frozenset(get_args(ListingFailureKind))
 

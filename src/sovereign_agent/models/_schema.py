@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from sovereign_agent.models.base import ModelResponseError
 from sovereign_agent.models.messages import Usage
 
-__all__ = ["expect", "function_parts", "token_usage"]
+__all__ = ["function_parts", "malformed", "token_usage"]
 
 
 def function_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
@@ -32,13 +32,16 @@ def token_usage(raw: Any, input_key: str, output_key: str) -> Usage | None:
     """Token counts when the provider sent plausible ones; usage is never worth failing a reply."""
     if not isinstance(raw, Mapping):
         return None
-    counts = raw.get(input_key), raw.get(output_key)
-    if all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts):
-        return Usage(input_tokens=counts[0], output_tokens=counts[1])
+    given, produced = raw.get(input_key), raw.get(output_key)
+    if _count(given) and _count(produced):
+        return Usage(input_tokens=given, output_tokens=produced)
     return None
 
 
-def expect(condition: bool, source: str, what: str) -> None:
-    """Fail a malformed reply with a message naming the field that was wrong."""
-    if not condition:
-        raise ModelResponseError(f"the reply from {source} is malformed: {what}")
+def _count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def malformed(source: str, what: str) -> ModelResponseError:
+    """The error for a reply that is JSON but not in its provider's shape, naming the field."""
+    return ModelResponseError(f"the reply from {source} is malformed: {what}")

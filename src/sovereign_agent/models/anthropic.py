@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sovereign_agent.models._schema import expect, function_parts, token_usage
+from sovereign_agent.models._schema import function_parts, malformed, token_usage
 from sovereign_agent.models.base import ModelConfigurationError
 from sovereign_agent.models.http import (
     HTTPSettings,
@@ -114,43 +114,51 @@ def anthropic_request(
 
 def anthropic_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """`ExecutableTool.schema()` rewritten as Anthropic's `{name, description, input_schema}`."""
-    wire = []
+    wire: list[dict[str, Any]] = []
     for tool in tools:
         name, description, parameters = function_parts(tool)
         wire.append({"name": name, "description": description, "input_schema": parameters})
     return wire
 
 
+def _tool_use(block: dict[str, Any], source: str) -> AssistantToolCall:
+    call_id, name = block.get("id", ""), block.get("name", "")
+    if not (isinstance(call_id, str) and isinstance(name, str)):
+        raise malformed(source, "a tool_use id or name is not text")
+    if "input" not in block:
+        raise malformed(source, "a tool_use block has no input")
+    # The Messages API defines `input` as an object. Anything else could not
+    # be sent back in the next request's history, so it is refused here, as
+    # an unreadable reply, rather than crashing a later turn.
+    if not isinstance(block["input"], dict):
+        raise malformed(source, "a tool_use input is not an object")
+    try:
+        arguments = json.dumps(block["input"], allow_nan=False)
+    except (TypeError, ValueError, RecursionError):
+        # Not reachable from a reply `post_json` decoded (standard JSON, depth
+        # checked), but `parse_message` is public and holds its promise alone.
+        raise malformed(source, "a tool_use input is not JSON") from None
+    return AssistantToolCall(id=call_id, name=name, arguments_json=arguments)
+
+
 def parse_message(payload: dict[str, Any], *, source: str, model: str) -> ModelReply:
     """A Messages reply in neutral form; anything unreadable is a `ModelResponseError`."""
     blocks = payload.get("content")
-    expect(isinstance(blocks, list), source, "content is not a list")
+    if not isinstance(blocks, list):
+        raise malformed(source, "content is not a list")
     texts: list[str] = []
     calls: list[AssistantToolCall] = []
     for block in blocks:
-        expect(isinstance(block, dict), source, "a content block is not an object")
+        if not isinstance(block, dict):
+            raise malformed(source, "a content block is not an object")
         kind = block.get("type")
         if kind == "text":
-            expect(isinstance(block.get("text"), str), source, "a text block has no text")
-            texts.append(block["text"])
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise malformed(source, "a text block has no text")
+            texts.append(text)
         elif kind == "tool_use":
-            call_id, name = block.get("id", ""), block.get("name", "")
-            expect(
-                isinstance(call_id, str) and isinstance(name, str),
-                source,
-                "a tool_use id or name is not text",
-            )
-            expect("input" in block, source, "a tool_use block has no input")
-            # The Messages API defines `input` as an object. Anything else could
-            # not be sent back in the next request's history, so it is refused
-            # here, as an unreadable reply, rather than crashing a later turn.
-            expect(isinstance(block["input"], dict), source, "a tool_use input is not an object")
-            try:
-                arguments = json.dumps(block["input"], allow_nan=False)
-            except (TypeError, ValueError):
-                arguments = None
-            expect(arguments is not None, source, "a tool_use input is not JSON")
-            calls.append(AssistantToolCall(id=call_id, name=name, arguments_json=str(arguments)))
+            calls.append(_tool_use(block, source))
         # Other block kinds (thinking, for instance) are not part of the reply
         # the runtime acts on, so they are left out rather than refused.
     stop_reason = payload.get("stop_reason")

@@ -3,8 +3,9 @@
 Built on the standard library's `urllib` on purpose: the runtime's required
 dependencies stay Pydantic alone, so a reader who installed the book installs
 nothing more to talk to a real model. The price is a few lines we write
-ourselves: timeouts, a bounded retry, readable errors, and keys kept out of
-every message.
+ourselves: deadlines, a bounded retry, readable errors, and keys kept out of
+every message. Whatever a server sends, a call ends in a reply or in one of
+the `ModelError`s of `base.py`, within its deadline.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import http.client
 import json
 import logging
 import math
+import random
+import re
 import socket
 import time
 import urllib.error
@@ -24,8 +27,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from sovereign_agent.models._redact import printable_line
+from sovereign_agent.models._transport import open_before
 from sovereign_agent.models.base import (
     ModelConfigurationError,
+    ModelError,
     ModelHTTPError,
     ModelResponseError,
     ModelUnavailableError,
@@ -46,9 +54,17 @@ logger = logging.getLogger("sovereign_agent.models")
 # A reply larger than this is not a chat reply; reading it whole would let a
 # broken or hostile server fill our memory.
 MAX_REPLY_BYTES = 8 * 1024 * 1024
+# An error body is read only for its message.
+MAX_ERROR_BODY_BYTES = 16 * 1024
+# No chat reply nests this deep; past it a reply is refused before anything
+# walks it, so no later step can hit the interpreter's recursion limit.
+MAX_JSON_DEPTH = 64
 # Error text from a server is shown to a reader on one line; past this length
 # it is noise, and the status already says what kind of failure it was.
 MAX_ERROR_CHARS = 300
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Secret:
@@ -98,29 +114,28 @@ def read_api_key(value: str | None, *, variable: str) -> Secret | None:
     return Secret(key)
 
 
-@dataclass(frozen=True)
-class HTTPSettings:
+class HTTPSettings(BaseModel):
     """How long to wait, and how often to try again, for one model call.
 
-    `timeout_s` bounds every socket operation (connecting, and each wait for
-    bytes), so a server that stops answering cannot hold the caller forever.
-    Only 429 and 5xx are retried: they say "try later"; a 4xx says "your
-    request is wrong" and would fail the same way again.
+    Two clocks bound a call. `timeout_s` is the most one attempt may take, from
+    connecting to the last byte of the reply: a deadline, not a per-read
+    timeout, so a server that trickles its answer cannot stretch it.
+    `deadline_s` is the most the whole call may take, retries and the waits
+    between them included. Only failures that say "try later" are retried: a
+    429, a 5xx, a connection reset, an attempt that ran out of time. A 4xx
+    says "your request is wrong" and would fail the same way again.
+
+    Validated when built: a fractional retry count, a Boolean or a string
+    where seconds belong, an unknown field, all raise a `ValidationError`
+    (a `ValueError`) at construction instead of surprising a later call.
     """
 
-    timeout_s: float = 60.0
-    max_retries: int = 2
-    max_retry_wait_s: float = 30.0
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid", allow_inf_nan=False)
 
-    def __post_init__(self) -> None:
-        if not (isinstance(self.timeout_s, int | float) and 0 < self.timeout_s <= 600):
-            raise ValueError("timeout_s must be a number of seconds in (0, 600]")
-        if isinstance(self.max_retries, bool) or not 0 <= self.max_retries <= 10:
-            raise ValueError("max_retries must be an int from 0 to 10")
-        if not (
-            isinstance(self.max_retry_wait_s, int | float) and 0 <= self.max_retry_wait_s <= 600
-        ):
-            raise ValueError("max_retry_wait_s must be a number of seconds in [0, 600]")
+    timeout_s: float = Field(default=60.0, gt=0, le=600)
+    max_retries: int = Field(default=2, ge=0, le=10)
+    max_retry_wait_s: float = Field(default=30.0, ge=0, le=600)
+    deadline_s: float = Field(default=180.0, gt=0, le=3600)
 
 
 def check_base_url(base_url: str, *, variable: str) -> str:
@@ -188,56 +203,164 @@ def parse_retry_after(
     return min(max(seconds, 0.0), cap)
 
 
-def _one_line(text: str, secrets: Iterable[str]) -> str:
-    for secret in secrets:
-        if secret:
-            # A server may echo the key back ("invalid key sk-..."); it never reaches a reader.
-            text = text.replace(secret, "***")
-    text = " ".join(text.split())
-    if len(text) > MAX_ERROR_CHARS:
-        text = text[: MAX_ERROR_CHARS - 3] + "..."
-    return text
-
-
 def _provider_message(raw: bytes) -> str:
     """The human part of an error body, in either provider's shape, or its first bytes."""
-    text = raw[:4096].decode("utf-8", errors="replace")
+    text = raw.decode("utf-8", errors="replace")
     try:
         payload = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text.strip() or "no error message"
     # OpenAI and Anthropic both nest it as {"error": {"message": ...}}; some
     # local servers put a plain string under "error".
     if isinstance(payload, dict):
         error = payload.get("error")
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"]
+            return str(error["message"])
         if isinstance(error, str):
             return error
         if isinstance(payload.get("message"), str):
-            return payload["message"]
+            return str(payload["message"])
     return text.strip() or "no error message"
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Refuse redirects: `urllib` would resend our headers, key included, to the new host."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
-        return None
+# A connection the server (or the network) dropped: worth another attempt.
+_DROPPED = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
-_OPENER = urllib.request.build_opener(_NoRedirect())
-
-
-def _reason(error: BaseException) -> str:
+def _reason(error: BaseException, secrets: tuple[str, ...]) -> str:
     # Stable words instead of errno text, which differs between operating systems.
     if isinstance(error, ConnectionRefusedError):
         return "connection refused"
     if isinstance(error, socket.gaierror):
         return "host name not found"
-    if isinstance(error, ConnectionResetError):
+    if isinstance(error, http.client.RemoteDisconnected):
+        return "the server closed the connection without a reply"
+    if isinstance(error, _DROPPED):
         return "connection reset"
-    return str(error) or type(error).__name__
+    return printable_line(str(error) or type(error).__name__, secrets, limit=MAX_ERROR_CHARS)
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """One attempt that failed: the error to raise if it is the last, and whether to retry."""
+
+    message: str
+    kind: type[ModelError]
+    retryable: bool
+    status: int | None = None
+    retry_after: float | None = None
+
+    def error(self, attempts: int) -> ModelError:
+        tried = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+        if self.status is not None:
+            return ModelHTTPError(self.message + tried, status=self.status)
+        return self.kind(self.message + tried)
+
+
+def _http_failure(
+    error: urllib.error.HTTPError, shown: str, secrets: tuple[str, ...], settings: HTTPSettings
+) -> _Failed:
+    status = error.code
+    try:
+        body = error.read(MAX_ERROR_BODY_BYTES)
+    except (OSError, ValueError, http.client.HTTPException):
+        body = b""  # the status alone still says what happened
+    finally:
+        error.close()
+    if 300 <= status <= 399:
+        message = "redirects are not followed (the key would travel with them)"
+    else:
+        message = printable_line(_provider_message(body), secrets, limit=MAX_ERROR_CHARS)
+    retry_after = parse_retry_after(
+        error.headers.get("Retry-After") if error.headers else None,
+        cap=settings.max_retry_wait_s,
+    )
+    return _Failed(
+        f"HTTP {status} from {shown}: {message}",
+        ModelHTTPError,
+        retryable=status == 429 or 500 <= status <= 599,
+        status=status,
+        retry_after=retry_after,
+    )
+
+
+def _attempt(
+    request: urllib.request.Request,
+    *,
+    deadline: float,
+    limit_s: float,
+    shown: str,
+    secrets: tuple[str, ...],
+    settings: HTTPSettings,
+) -> bytes | _Failed:
+    """One request and its whole reply, or why it failed; nothing here raises."""
+    timed_out = _Failed(f"no reply from {shown} within {limit_s:g} s", ModelUnavailableError, True)
+    outcome = _exchange(request, deadline, shown, secrets, settings, timed_out)
+    late = time.monotonic() >= deadline
+    if late and isinstance(outcome, _Failed) and outcome.kind is not ModelHTTPError:
+        # Whatever broke once the deadline had passed (a socket shut under a
+        # TLS handshake, a read cut short) broke because time ran out.
+        return timed_out
+    return outcome
+
+
+def _exchange(
+    request: urllib.request.Request,
+    deadline: float,
+    shown: str,
+    secrets: tuple[str, ...],
+    settings: HTTPSettings,
+    timed_out: _Failed,
+) -> bytes | _Failed:
+    """The request sent and its reply read whole, or the failure, classified."""
+
+    def unreachable(error: BaseException, *, retryable: bool) -> _Failed:
+        reason = _reason(error, secrets)
+        return _Failed(f"cannot reach {shown}: {reason}", ModelUnavailableError, retryable)
+
+    def cut_off() -> _Failed:
+        message = f"the reply from {shown} ended before its announced length"
+        return _Failed(message, ModelResponseError, retryable=False)
+
+    try:
+        with open_before(request, deadline) as response:
+            raw = response.read(MAX_REPLY_BYTES + 1)
+            # A read with a size returns short, without complaint, when the
+            # server hangs up early; what it still owed is left in `length`.
+            if response.length and len(raw) <= MAX_REPLY_BYTES:
+                return cut_off()
+            return raw
+    except urllib.error.HTTPError as error:
+        return _http_failure(error, shown, secrets, settings)
+    except urllib.error.URLError as error:
+        # Raised before any reply: connecting, or sending the request.
+        reason = error.reason
+        if isinstance(reason, TimeoutError):
+            return timed_out
+        if isinstance(reason, BaseException):
+            return unreachable(reason, retryable=isinstance(reason, _DROPPED))
+        text = printable_line(str(reason), secrets, limit=MAX_ERROR_CHARS)
+        return _Failed(f"cannot reach {shown}: {text}", ModelUnavailableError, retryable=False)
+    except TimeoutError:
+        return timed_out
+    except _DROPPED as error:
+        # Dropped half-way: `RemoteDisconnected` (no reply at all) is one of these.
+        return unreachable(error, retryable=True)
+    except http.client.IncompleteRead:
+        return cut_off()
+    except http.client.HTTPException as error:
+        # Not HTTP at all: a status line or headers no HTTP server sends.
+        kind = type(error).__name__
+        return _Failed(f"the reply from {shown} is broken HTTP ({kind})", ModelResponseError, False)
+    except OSError as error:
+        return unreachable(error, retryable=False)
+
+
+def _backoff(attempt: int, settings: HTTPSettings) -> float:
+    """Doubling waits, each drawn between half and all of its step, so that many
+    clients failing together do not all come back at the same instant."""
+    step = min(2.0 ** (attempt - 1), settings.max_retry_wait_s)
+    return step * random.uniform(0.5, 1.0)
 
 
 def post_json(
@@ -252,83 +375,112 @@ def post_json(
     """POST `body` as JSON and return the JSON object the server answered with.
 
     Every failure becomes one of the model errors from `base.py`, one line long,
-    naming the URL (without query or credentials) and never a key in `secrets`.
-    `sleep` is a parameter so a test can record the waits instead of waiting.
+    naming the URL (without query or credentials) and never a piece of a key
+    in `secrets`, within `settings.deadline_s`. `sleep` is a parameter so a
+    test can record the waits instead of waiting.
     """
     secrets = tuple(secrets)
     shown = display_url(url)
     data = json.dumps(body).encode("utf-8")
     request_headers = {"Content-Type": "application/json", **headers}
     attempts = settings.max_retries + 1
+    call_deadline = time.monotonic() + settings.deadline_s
     for attempt in range(1, attempts + 1):
         request = urllib.request.Request(url, data=data, headers=request_headers, method="POST")
-        try:
-            with _OPENER.open(request, timeout=settings.timeout_s) as response:
-                raw = response.read(MAX_REPLY_BYTES + 1)
-                # A read with a size returns short, without complaint, when the
-                # server hangs up early; what it still owed is left in `length`.
-                cut_off = bool(response.length) and len(raw) <= MAX_REPLY_BYTES
-        except urllib.error.HTTPError as error:
-            status = error.code
-            try:
-                error_body = error.read(MAX_REPLY_BYTES)
-            except (OSError, ValueError):
-                error_body = b""
-            finally:
-                error.close()
-            message = _one_line(_provider_message(error_body), secrets)
-            retryable = status == 429 or 500 <= status <= 599
-            if retryable and attempt < attempts:
-                wait = parse_retry_after(
-                    error.headers.get("Retry-After") if error.headers else None,
-                    cap=settings.max_retry_wait_s,
-                )
-                if wait is None:
-                    wait = min(2.0 ** (attempt - 1), settings.max_retry_wait_s)
-                logger.info(
-                    "HTTP %d from %s; retrying in %.1f s (attempt %d of %d)",
-                    status,
-                    shown,
-                    wait,
-                    attempt,
-                    attempts,
-                )
-                sleep(wait)
-                continue
-            if 300 <= status <= 399:
-                message = "redirects are not followed (the key would travel with them)"
-            tried = f" (gave up after {attempt} attempts)" if attempt > 1 else ""
-            raise ModelHTTPError(
-                f"HTTP {status} from {shown}: {message}{tried}", status=status
-            ) from None
-        except urllib.error.URLError as error:
-            if isinstance(error.reason, TimeoutError | socket.timeout):
-                raise ModelUnavailableError(
-                    f"no reply from {shown} within {settings.timeout_s:g} s"
-                ) from None
-            reason = error.reason if isinstance(error.reason, BaseException) else None
-            text = _reason(reason) if reason else _one_line(str(error.reason), secrets)
-            raise ModelUnavailableError(f"cannot reach {shown}: {text}") from None
-        except TimeoutError:
-            raise ModelUnavailableError(
-                f"no reply from {shown} within {settings.timeout_s:g} s"
-            ) from None
-        except OSError as error:
-            # A connection dropped half-way through the reply.
-            raise ModelUnavailableError(f"cannot reach {shown}: {_reason(error)}") from None
-        except http.client.HTTPException as error:
-            # Not HTTP at all, or a body shorter than its Content-Length said.
-            kind = type(error).__name__
-            raise ModelResponseError(f"the reply from {shown} is broken HTTP ({kind})") from None
-        break
-    if cut_off:
-        raise ModelResponseError(f"the reply from {shown} ended before its announced length")
+        started = time.monotonic()
+        deadline = min(started + settings.timeout_s, call_deadline)
+        outcome = _attempt(
+            request,
+            deadline=deadline,
+            limit_s=settings.timeout_s if deadline < call_deadline else settings.deadline_s,
+            shown=shown,
+            secrets=secrets,
+            settings=settings,
+        )
+        if isinstance(outcome, bytes):
+            return _decode_reply(outcome, shown)
+        if not outcome.retryable or attempt == attempts:
+            raise outcome.error(attempt) from None
+        wait = (
+            outcome.retry_after if outcome.retry_after is not None else _backoff(attempt, settings)
+        )
+        if time.monotonic() + wait >= call_deadline:
+            # Waiting would end past the call's deadline: this failure is the answer.
+            raise outcome.error(attempt) from None
+        logger.info(
+            "%s; retrying in %.1f s (attempt %d of %d)",
+            outcome.message,
+            wait,
+            attempt,
+            attempts,
+        )
+        sleep(wait)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _decode_reply(raw: bytes, shown: str) -> dict[str, Any]:
+    """The reply as a JSON object no deeper than `MAX_JSON_DEPTH`, with printable text.
+
+    Standard JSON only: `NaN` and `Infinity` are not JSON, and a value nested
+    past the interpreter's recursion limit is a `RecursionError` in `json`
+    itself, which must not escape as anything but a `ModelResponseError`.
+    """
     if len(raw) > MAX_REPLY_BYTES:
         raise ModelResponseError(f"the reply from {shown} is larger than {MAX_REPLY_BYTES} bytes")
     try:
-        payload = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+        text = raw.decode("utf-8")
+        payload = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ModelResponseError(
+            f"the reply from {shown} is nested more than {MAX_JSON_DEPTH} levels deep"
+        ) from None
+    except ValueError:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
         raise ModelResponseError(f"the reply from {shown} is not JSON") from None
     if not isinstance(payload, dict):
         raise ModelResponseError(f"the reply from {shown} is JSON but not an object")
+    if _depth_exceeds(payload, MAX_JSON_DEPTH):
+        raise ModelResponseError(
+            f"the reply from {shown} is nested more than {MAX_JSON_DEPTH} levels deep"
+        )
+    if _SURROGATE_ESCAPE.search(text):
+        # `\ud800` alone is valid JSON, but its string is not text a terminal,
+        # a file or the next request can encode; each becomes U+FFFD.
+        cleaned = _without_surrogates(payload)
+        assert isinstance(cleaned, dict)
+        return cleaned
     return payload
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _depth_exceeds(value: object, limit: int) -> bool:
+    """Whether containers nest deeper than `limit`; iterative, so any depth is safe."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            children: Iterable[object] = current.values()
+        elif isinstance(current, list):
+            children = current
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+def _without_surrogates(value: object) -> object:
+    # Recursion is safe here: the depth was checked first.
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            _LONE_SURROGATE.sub("\ufffd", key): _without_surrogates(item)
+            for key, item in value.items()
+        }
+    return value

@@ -13,7 +13,7 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sovereign_agent.models._schema import expect, function_parts, token_usage
+from sovereign_agent.models._schema import function_parts, malformed, token_usage
 from sovereign_agent.models.base import ModelConfigurationError
 from sovereign_agent.models.http import (
     HTTPSettings,
@@ -72,7 +72,7 @@ def openai_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 def openai_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """`ExecutableTool.schema()` already is the Chat Completions shape; we only check it."""
-    wire = []
+    wire: list[dict[str, Any]] = []
     for tool in tools:
         name, description, parameters = function_parts(tool)
         wire.append(
@@ -84,22 +84,25 @@ def openai_tools(tools: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return wire
 
 
-def _tool_call(raw: Any, source: str) -> AssistantToolCall:
-    expect(isinstance(raw, dict), source, "a tool call is not an object")
+def _tool_call(raw: object, source: str) -> AssistantToolCall:
+    if not isinstance(raw, dict):
+        raise malformed(source, "a tool call is not an object")
     function = raw.get("function")
-    expect(isinstance(function, dict), source, "a tool call has no function object")
+    if not isinstance(function, dict):
+        raise malformed(source, "a tool call has no function object")
     call_id, name = raw.get("id", ""), function.get("name", "")
+    if not (isinstance(call_id, str) and isinstance(name, str)):
+        raise malformed(source, "a tool call's id or name is not text")
     arguments = function.get("arguments", "")
-    expect(
-        isinstance(call_id, str) and isinstance(name, str),
-        source,
-        "a tool call's id or name is not text",
-    )
     if isinstance(arguments, dict | list):
         # Some local servers send the arguments already parsed; the neutral
         # record keeps text, so it is written back as the JSON it was.
-        arguments = json.dumps(arguments)
-    expect(isinstance(arguments, str), source, "tool call arguments are not text")
+        try:
+            arguments = json.dumps(arguments, allow_nan=False)
+        except (TypeError, ValueError, RecursionError):
+            raise malformed(source, "tool call arguments are not JSON") from None
+    if not isinstance(arguments, str):
+        raise malformed(source, "tool call arguments are not text")
     # No check that the arguments parse: that is the runtime's decision to
     # make, and to refuse visibly (chapter 3), not the transport's.
     return AssistantToolCall(id=call_id, name=name, arguments_json=arguments)
@@ -108,15 +111,20 @@ def _tool_call(raw: Any, source: str) -> AssistantToolCall:
 def parse_chat_completion(payload: dict[str, Any], *, source: str, model: str) -> ModelReply:
     """One `choices[0]` reply in neutral form; anything else is a `ModelResponseError`."""
     choices = payload.get("choices")
-    expect(isinstance(choices, list) and len(choices) > 0, source, "no choices")
+    if not (isinstance(choices, list) and choices):
+        raise malformed(source, "no choices")
     choice = choices[0]
-    expect(isinstance(choice, dict), source, "choices[0] is not an object")
+    if not isinstance(choice, dict):
+        raise malformed(source, "choices[0] is not an object")
     message = choice.get("message")
-    expect(isinstance(message, dict), source, "choices[0] has no message object")
+    if not isinstance(message, dict):
+        raise malformed(source, "choices[0] has no message object")
     content = message.get("content")
-    expect(content is None or isinstance(content, str), source, "message content is not text")
+    if not (content is None or isinstance(content, str)):
+        raise malformed(source, "message content is not text")
     raw_calls = message.get("tool_calls") or []
-    expect(isinstance(raw_calls, list), source, "tool_calls is not a list")
+    if not isinstance(raw_calls, list):
+        raise malformed(source, "tool_calls is not a list")
     calls = tuple(_tool_call(raw, source) for raw in raw_calls)
     finish_reason = choice.get("finish_reason")
     answered_by = payload.get("model")
@@ -187,7 +195,7 @@ class OpenAICompatibleClient:
         self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
     ) -> ModelReply:
         url = f"{self.base_url}/chat/completions"
-        headers = {}
+        headers: dict[str, str] = {}
         secrets: tuple[str, ...] = ()
         if self._key is not None:
             headers["Authorization"] = f"Bearer {self._key.reveal()}"
