@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -113,7 +114,8 @@ from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.skills import build_skill_tools
 shop = {SHOP!r}
-load = AssistantToolCall(id="c1", name="load_skill", arguments_json='{{"skill": "morning-reorder"}}')
+arguments = '{{"skill": "morning-reorder"}}'
+load = AssistantToolCall(id="c1", name="load_skill", arguments_json=arguments)
 model = ScriptedModel([AssistantMessage(tool_calls=(load,)), AssistantMessage(content="ok")])
 run_task(model, build_skill_tools(shop, skills_root={SKILLS!r}), "Plan.", max_steps=3,
          max_tool_calls=3)
@@ -125,3 +127,72 @@ run_task(model, build_skill_tools(shop, skills_root={SKILLS!r}), "Plan.", max_st
     assert [(e.reason, e.kept, e.removed) for e in narrowed] == [
         ("skill morning-reorder", ["draft_order", "list_stock"], ["load_skill", "supplier"])
     ]
+
+
+def record_to_file(trace: Path, skills: Path) -> None:
+    """A bulk-buyer run, traced through SOVEREIGN_TRACE in a process of its own."""
+    script = f"""
+import json
+from sovereign_agent.loop import run_task
+from sovereign_agent.models import AssistantMessage, AssistantToolCall
+from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.skills import build_skill_tools
+
+def ask(call_id, tool, **arguments):
+    return AssistantToolCall(id=call_id, name=tool, arguments_json=json.dumps(arguments))
+
+model = ScriptedModel([
+    AssistantMessage(tool_calls=(ask("c1", "load_skill", skill="bulk-buyer"),)),
+    AssistantMessage(tool_calls=(ask("c2", "place_order", sku="SKU-VANILLA", quantity=500),
+                                 ask("c3", "list_stock"))),
+    AssistantMessage(content="I cannot place orders."),
+])
+run_task(model, build_skill_tools({SHOP!r}, skills_root={str(skills)!r}), "Stock up.",
+         max_steps=4, max_tool_calls=4)
+"""
+    environment = {**os.environ, "SOVEREIGN_TRACE": str(trace)}
+    subprocess.run([sys.executable, "-c", script], env=environment, check=True, timeout=120)
+
+
+def replay(trace: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sovereign_agent.trace", "replay", str(trace)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def skills(tmp_path: Path) -> Path:
+    copy = tmp_path / "skills"
+    shutil.copytree(SKILLS, copy)
+    return copy
+
+
+def test_a_recorded_skill_run_replays_from_its_setup(tmp_path: Path, skills: Path) -> None:
+    trace = tmp_path / "bulk.jsonl"
+    record_to_file(trace, skills)
+    result = replay(trace)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "replayed 1 run(s): 1 match, 0 diverged" in result.stdout
+
+
+def test_a_skill_that_now_lists_other_tools_is_a_divergence_at_its_narrowing(
+    tmp_path: Path, skills: Path
+) -> None:
+    trace = tmp_path / "bulk.jsonl"
+    record_to_file(trace, skills)
+    skill = skills / "bulk-buyer" / "SKILL.md"
+    skill.write_text(
+        skill.read_text(encoding="utf-8").replace(
+            "allowed-tools: list_stock, place_order", "allowed-tools: list_stock, supplier"
+        ),
+        encoding="utf-8",
+    )
+    result = replay(trace)
+    assert result.returncode == 1
+    # The narrowing event is the sixth, after the load's call and outcome.
+    assert "event 6 (scope_narrowed)" in result.stdout, result.stdout
+    assert "kept" in result.stdout
