@@ -1,6 +1,6 @@
 """Lucy's shop and the morning plan as scripted replies, shared by the trace and evaluation tests.
 
-    from morning_plan import PLAN, SHOP, ask, turn
+from morning_plan import PLAN, SHOP, ask, turn
 """
 
 from __future__ import annotations

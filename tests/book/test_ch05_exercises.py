@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import nbformat
 import pytest
+from exercise_books import PYTEST, hand_in, notebook_script, run_in
 
-from bookproof.notebooks.build import EXERCISE_TAG, notebook_json
+from bookproof.notebooks.build import notebook_json
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "exercises" / "book05"
@@ -24,34 +22,14 @@ LEARNER = ROOT / "book/textbook/learner/profrod_sovereign_agent_ch05_persistent_
 DOOR = "# --- The grader's door"
 
 
-def hand_in(tmp_path: Path, shop_store: str) -> Path:
-    folder = tmp_path / "hand-in"
-    folder.mkdir()
-    (folder / "shop_store.py").write_text(shop_store, encoding="utf-8")
-    for path in SOLUTIONS.glob("test_*.py"):
-        shutil.copyfile(path, folder / path.name)
-    return folder
-
-
-def run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *argv],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTION), "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "shop_store.py", SOLUTION), *PYTEST)
     assert result.returncode == 0, result.stdout
     assert "15 passed" in result.stdout
 
 
 def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, STARTER), "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "shop_store.py", STARTER), *PYTEST)
     assert result.returncode == 1
     # What holds already: a good count sets the stock, the one-open-draft rule,
     # and the refusal of a file newer than the code.
@@ -109,7 +87,7 @@ print(json.dumps(seen, sort_keys=True))
 
 
 def test_the_grader_door_answers_in_plain_json_over_real_files(tmp_path: Path) -> None:
-    folder = hand_in(tmp_path, SOLUTION)
+    folder = hand_in(tmp_path, SOLUTIONS, "shop_store.py", SOLUTION)
     result = run_in(folder, "-c", DOOR_SCRIPT)
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout)
@@ -144,15 +122,6 @@ def test_the_notebooks_are_generated_from_their_plans(unit: str) -> None:
     plan = BOOK / f"{unit}.md"
     expected = notebook_json(plan.read_text(encoding="utf-8"), source_name=plan.name)
     assert (BOOK / f"{unit}.ipynb").read_text(encoding="utf-8") == expected
-
-
-def notebook_script(notebook: Path) -> str:
-    cells = nbformat.read(notebook, as_version=4).cells
-    return "\n\n".join(
-        cell.source
-        for cell in cells
-        if cell.cell_type == "code" and EXERCISE_TAG not in cell.metadata.get("tags", [])
-    )
 
 
 @pytest.mark.parametrize(

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
-import nbformat
 import pytest
+from exercise_books import PYTEST, hand_in, notebook_script, run_in
 
-from bookproof.notebooks.build import EXERCISE_TAG, notebook_json
+from bookproof.notebooks.build import notebook_json
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "exercises" / "book07"
@@ -25,34 +23,14 @@ DOOR = "# --- The grader's door"
 EXERCISES = "# --- Exercise 1"
 
 
-def hand_in(tmp_path: Path, skill_tools: str) -> Path:
-    folder = tmp_path / "hand-in"
-    folder.mkdir()
-    (folder / "skill_tools.py").write_text(skill_tools, encoding="utf-8")
-    for path in SOLUTIONS.glob("test_*.py"):
-        shutil.copyfile(path, folder / path.name)
-    return folder
-
-
-def run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *argv],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTION), "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "skill_tools.py", SOLUTION), *PYTEST)
     assert result.returncode == 0, result.stdout
     assert "19 passed" in result.stdout
 
 
 def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, STARTER), "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "skill_tools.py", STARTER), *PYTEST)
     assert result.returncode == 1
     # What holds already: discovery refuses a malformed skill, with its line.
     assert "18 failed, 1 passed" in result.stdout
@@ -84,7 +62,7 @@ print(json.dumps(seen, sort_keys=True))
 
 
 def test_the_grader_door_answers_in_plain_json_over_real_folders(tmp_path: Path) -> None:
-    folder = hand_in(tmp_path, SOLUTION)
+    folder = hand_in(tmp_path, SOLUTIONS, "skill_tools.py", SOLUTION)
     result = run_in(folder, "-c", DOOR_SCRIPT, str(SKILLS))
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout)
@@ -116,15 +94,6 @@ def test_the_notebooks_are_generated_from_their_plans(unit: str) -> None:
     plan = BOOK / f"{unit}.md"
     expected = notebook_json(plan.read_text(encoding="utf-8"), source_name=plan.name)
     assert (BOOK / f"{unit}.ipynb").read_text(encoding="utf-8") == expected
-
-
-def notebook_script(notebook: Path) -> str:
-    cells = nbformat.read(notebook, as_version=4).cells
-    return "\n\n".join(
-        cell.source
-        for cell in cells
-        if cell.cell_type == "code" and EXERCISE_TAG not in cell.metadata.get("tags", [])
-    )
 
 
 @pytest.mark.parametrize(

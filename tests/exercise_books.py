@@ -1,0 +1,54 @@
+"""What the tests of every exercise book do alike: hand a module in, run it, run a notebook's cells.
+
+A hand-in is a fresh folder holding one module (the starter, the solution or
+a variant of them) and the solution's learner-side tests, as a learner hands
+them in; it runs in a real subprocess whose working directory is that folder.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from bookproof.notebooks.build import EXERCISE_TAG
+
+__all__ = ["PYTEST", "hand_in", "notebook_script", "run_in"]
+
+# The learner-side tests, run inside a hand-in as a learner runs them.
+PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
+
+
+def hand_in(tmp_path: Path, solutions: Path, module: str, text: str) -> Path:
+    """A folder holding `module` with `text`, beside every test file of `solutions`."""
+    folder = tmp_path / "hand-in"
+    folder.mkdir()
+    (folder / module).write_text(text, encoding="utf-8")
+    for path in solutions.glob("test_*.py"):
+        shutil.copyfile(path, folder / path.name)
+    return folder
+
+
+def run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`python *argv` in `folder`, its output captured, within five minutes."""
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def notebook_script(notebook: Path) -> str:
+    """A notebook's code cells but the exercises, in order, as one script."""
+    cells = nbformat.read(notebook, as_version=4).cells
+    return "\n\n".join(
+        cell.source
+        for cell in cells
+        if cell.cell_type == "code" and EXERCISE_TAG not in cell.metadata.get("tags", [])
+    )
