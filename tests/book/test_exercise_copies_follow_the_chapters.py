@@ -36,6 +36,12 @@ CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
         # Exercise B adds the `repeated_refusal` stop reason to the loop.
         "solutions": frozenset({"StopReason", "run_task"}),
     },
+    4: {
+        # The exercises add functions beside the chapter's code; none of the
+        # chapter's definitions changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
     5: {
         # Both exercises add operator actions (and a migration) beside the
         # chapter's store; none of the chapter's definitions changes.

@@ -438,3 +438,49 @@ def test_the_command_reports_a_broken_suite_and_exits_2(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"error: {path}: ")
     assert evaluate(str(tmp_path / "missing.toml")).returncode == 2
     assert evaluate(str(SUITE), "--repeat", "0").returncode == 2
+
+
+REGRESSED = '''
+from sovereign_agent.evaluate.variants import variant_tools
+from sovereign_agent.shop import DraftArguments
+from sovereign_agent.tools import Dispatcher, ExecutableTool
+
+
+def stock_moving_tools(shop, prices, *, descriptions, hints):
+    """The chapter's tools, except that a draft also puts its tubs in the freezer."""
+    tools = variant_tools(shop, prices, descriptions=descriptions, hints=hints)
+    rows = {row["sku"]: row for row in tools.setup.arguments["shop"]["products"]}
+    draft = tools.tools["draft_order"]
+
+    def drafting(args):
+        value = draft.handler(args)
+        rows[args.sku]["on_hand"] += args.quantity
+        return value
+
+    changed = [
+        ExecutableTool(t.name, t.description, t.arguments, drafting)
+        if t.name == "draft_order"
+        else t
+        for t in tools.tools.values()
+    ]
+    return Dispatcher(changed, allowed=tools.allowed, hints=hints)
+'''
+
+
+def test_a_variant_may_name_the_code_that_builds_its_tools_beside_the_suite(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "regressed.py").write_text(REGRESSED, encoding="utf-8")
+    variants = (
+        '[[variants]]\nname = "chapter"\n\n'
+        '[[variants]]\nname = "stock moves"\nfactory = "regressed.py:stock_moving_tools"\n'
+    )
+    path = tmp_path / "suite.toml"
+    path.write_text(SUITE_HEAD + variants + MORNING_TASK, encoding="utf-8")
+    suite = load_suite(path)
+    assert suite.variants[1].factory == f"{tmp_path}/regressed.py:stock_moving_tools"
+    chapter, moved = run_suite(suite, repeat=2, seed=0)
+    # The drafts and their total are right either way; only the freezer tells.
+    assert chapter.pass_rate == 1.0
+    assert moved.pass_rate == 0.0
+    assert {name for run in moved.runs for name in run.failed} == {"on_hand"}

@@ -234,10 +234,12 @@ class Dispatcher:
         # 5. Bound what goes back into the model's context. The handler has
         #    already run by now: this refusal hides a result, it undoes nothing.
         #    json.dumps escapes every non-ASCII character, so its length in
-        #    characters is its size in bytes.
+        #    characters is its size in bytes. Keys are sorted as the loop will
+        #    send them, so a value whose keys cannot be sorted ({1: "a", "b": 2})
+        #    fails here, as the tool's failure, not later inside the loop.
         observation = {"ok": True, "value": value}
         try:
-            encoded = json.dumps(observation, allow_nan=False)
+            encoded = json.dumps(observation, allow_nan=False, sort_keys=True)
         except EXPECTED_FAILURES as error:
             return _failed("result", error, handler_ran=True)
         if len(encoded) > self._max_result_bytes:

@@ -23,12 +23,13 @@ from sovereign_agent.evaluate.metrics import (
     recoveries,
 )
 from sovereign_agent.evaluate.sloppy import SloppyModel
-from sovereign_agent.evaluate.suite import Expectations, Suite, Task, Variant
+from sovereign_agent.evaluate.suite import DEFAULT_FACTORY, Expectations, Suite, Task, Variant
 from sovereign_agent.evaluate.variants import variant_tools
 from sovereign_agent.loop import RunRecord, run_task
 from sovereign_agent.models import ModelClient
 from sovereign_agent.shop import NoArguments
 from sovereign_agent.tools import Dispatcher
+from sovereign_agent.trace.replay import load_factory
 
 __all__ = [
     "ModelFactory",
@@ -53,6 +54,7 @@ class RunResult:
     record: RunRecord
     failed: tuple[str, ...]
     calls: tuple[Call, ...]
+    final_stock: tuple[Mapping[str, Any], ...]
 
     @property
     def passed(self) -> bool:
@@ -133,9 +135,10 @@ def _task_tools(suite: Suite, task: Task, variant: Variant) -> Dispatcher:
         {**product.model_dump(), "on_hand": task.stock.get(product.sku, product.on_hand)}
         for product in suite.shop.products
     ]
-    return variant_tools(
+    factory = variant_tools if variant.factory == DEFAULT_FACTORY else load_factory(variant.factory)
+    return factory(
         {"products": products},
-        suite.shop.prices,
+        dict(suite.shop.prices),
         descriptions=variant.descriptions,
         hints=variant.hints,
     )
@@ -163,6 +166,7 @@ def _one_run(
         record=record,
         failed=check_expectations(task.expect, record, final_stock),
         calls=tuple(calls_of(record, offered)),
+        final_stock=tuple(final_stock),
     )
 
 

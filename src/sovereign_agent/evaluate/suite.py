@@ -13,10 +13,11 @@
     invented_tool = 0.1
     wrong_sku = 0.1
 
-    [[variants]]                # what is compared: the tools' descriptions, and hints
+    [[variants]]                # what is compared: the tools' descriptions, hints, code
     name = "full descriptions"
     descriptions = "full"       # full | names | shuffled
     hints = false
+    factory = "sovereign_agent.evaluate.variants:variant_tools"   # the default
 
     [[tasks]]
     name = "morning plan"
@@ -32,7 +33,8 @@
 
 A mistake in a suite is reported with the file and the key that holds it,
 never turned into a default: a suite that silently checks less than it says
-would measure nothing while looking as if it did.
+would measure nothing while looking as if it did. A suite names code to run
+(its factories), so it is a program: run only suites you trust.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
+    "DEFAULT_FACTORY",
     "Expectations",
     "ModelSlips",
     "Product",
@@ -99,12 +102,24 @@ class ModelSlips(BaseModel):
     wrong_sku: Chance = 0.0
 
 
+DEFAULT_FACTORY = "sovereign_agent.evaluate.variants:variant_tools"
+
+
 class Variant(BaseModel):
+    """One way of building the tools: how they are described, hints, and which code builds them.
+
+    `factory` names a function (`package.module:function`, or `file.py:function`
+    beside the suite) called as `factory(shop, prices, descriptions=..., hints=...)`
+    that returns a dispatcher: to compare two versions of the tools' code, or to
+    plant a regression and check that the suite notices.
+    """
+
     model_config = _STRICT
 
     name: Name
     descriptions: Literal["full", "names", "shuffled"] = "full"
     hints: bool = False
+    factory: str = Field(default=DEFAULT_FACTORY, pattern=r"^[\w./-]+:\w+$")
 
 
 class Expectations(BaseModel):
@@ -191,10 +206,19 @@ def load_suite(path: Path) -> Suite:
     except tomllib.TOMLDecodeError as error:
         raise SuiteError(f"{path}: not valid TOML: {error}") from None
     try:
-        return Suite.model_validate(data)
+        suite = Suite.model_validate(data)
     except ValidationError as error:
         problems = error.errors(include_url=False, include_input=False)
         first = problems[0]
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         message = first["msg"].removeprefix("Value error, ")
         raise SuiteError(f"{path}: {_key(tuple(first['loc']))}: {message}{more}") from None
+    # A factory in a file is found beside the suite, wherever the command runs.
+    variants = [
+        variant.model_copy(update={"factory": str(path.parent / variant.factory)})
+        if variant.factory.split(":")[0].endswith(".py")
+        and not Path(variant.factory.split(":")[0]).is_absolute()
+        else variant
+        for variant in suite.variants
+    ]
+    return suite.model_copy(update={"variants": variants})

@@ -165,9 +165,13 @@ def dispatcher_for(
         dispatcher = factory(**arguments)
     except (TypeError, ValueError, KeyError) as error:
         raise ReplaySetupError(f"the setup could not build the tools: {error}") from None
-    if not isinstance(dispatcher, Dispatcher):
-        raise ReplaySetupError(f"the setup returned {type(dispatcher).__name__}, not a Dispatcher")
-    return dispatcher
+    # The loop asks a dispatcher for two things; a copy of the class (a
+    # learner's, say) that has both serves as well as the runtime's own.
+    if not all(callable(getattr(dispatcher, name, None)) for name in ("schemas", "attempt")):
+        raise ReplaySetupError(
+            f"the setup returned {type(dispatcher).__name__}, which is not a dispatcher"
+        )
+    return dispatcher  # type: ignore[no-any-return]
 
 
 class ReplayModel:
