@@ -1,8 +1,8 @@
-"""What the tests of every exercise book do alike: hand a module in, run it, run a notebook's cells.
+"""What the tests of an exercise book share: a hand-in folder, a child Python, a notebook's cells.
 
-A hand-in is a fresh folder holding one module (the starter, the solution or
-a variant of them) and the solution's learner-side tests, as a learner hands
-them in; it runs in a real subprocess whose working directory is that folder.
+A hand-in is a fresh folder holding one module (the starter, the reference
+solution, or a faulty version of it) and the solution's learner-side tests,
+run by a real Python subprocess from inside the folder, as a learner runs them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 
 def hand_in(tmp_path: Path, solutions: Path, module: str, text: str) -> Path:
-    """A folder holding `module` with `text`, beside every test file of `solutions`."""
+    """A folder holding `module` with `text`, and every `test_*.py` of `solutions`."""
     folder = tmp_path / "hand-in"
     folder.mkdir()
     (folder / module).write_text(text, encoding="utf-8")
@@ -33,7 +33,7 @@ def hand_in(tmp_path: Path, solutions: Path, module: str, text: str) -> Path:
 
 
 def run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    """`python *argv` in `folder`, its output captured, within five minutes."""
+    """Run the test interpreter with `argv` from inside `folder`."""
     return subprocess.run(
         [sys.executable, *argv],
         cwd=folder,
@@ -45,7 +45,7 @@ def run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def notebook_script(notebook: Path) -> str:
-    """A notebook's code cells but the exercises, in order, as one script."""
+    """A notebook's code cells, those tagged as exercises left out, as one script."""
     cells = nbformat.read(notebook, as_version=4).cells
     return "\n\n".join(
         cell.source

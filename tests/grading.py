@@ -5,24 +5,68 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from system_components import require_executable
 
 ROOT = Path(__file__).resolve().parents[1]
+BWRAP_INSTALL = "sudo apt-get install bubblewrap"
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One submission's row of the JSON report."""
+
+    entry: dict[str, Any]
+
+    @property
+    def passed(self) -> dict[str, bool]:
+        return {check["id"]: check["passed"] for check in self.entry["checks"]}
+
+    @property
+    def outcomes(self) -> dict[str, str]:
+        return {check["id"]: check["outcome"] for check in self.entry["checks"]}
+
+    @property
+    def failed(self) -> set[str]:
+        return {check for check, passed in self.passed.items() if not passed}
+
+    @property
+    def full(self) -> bool:
+        return bool(self.entry["total"] == self.entry["max"])
+
+    @property
+    def baseline(self) -> tuple[int, int]:
+        return self.entry["chapter_baseline"]["points"], self.entry["chapter_baseline"]["max"]
+
+    @property
+    def exercises(self) -> tuple[int, int]:
+        return self.entry["exercises"]["points"], self.entry["exercises"]["max"]
 
 
 def grade_batch(
-    book: int, files: Mapping[str, str], *, module_file: str, base: Path
-) -> dict[str, dict[str, bool]]:
-    """Write each submission (folder name -> module text), grade them all in one -j 2 batch.
+    book: int,
+    folders: Mapping[str, Mapping[str, str]],
+    *,
+    base: Path,
+    isolation: str = "bubblewrap",
+    options: Sequence[str] = (),
+) -> dict[str, Graded]:
+    """Write each folder (name -> {file name: text}), grade them all in one -j 2 batch.
 
-    Returns, per folder, each check's verdict plus `__full__` (full marks or not).
-    Planted `secret-token` strings must never leave the grader, so that is
-    asserted here for every caller.
+    Bubblewrap isolation by default: the test skips on a laptop without it
+    and fails in CI. Planted `secret-token` strings must never leave the
+    grader, so that is asserted here for every caller.
     """
-    for name, text in files.items():
+    if isolation == "bubblewrap":
+        require_executable("bwrap", install=BWRAP_INSTALL)
+    for name, files in folders.items():
         (base / name).mkdir()
-        (base / name / module_file).write_text(text, encoding="utf-8")
+        for file_name, text in files.items():
+            (base / name / file_name).write_text(text, encoding="utf-8")
     out = base / "report.json"
     result = subprocess.run(
         [
@@ -32,22 +76,22 @@ def grade_batch(
             str(book),
             "-j",
             "2",
+            "--isolation",
+            isolation,
             "--json",
             str(out),
-            *[str(base / name) for name in files],
+            *options,
+            *[str(base / name) for name in folders],
         ],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
         check=False,
     )
     assert result.returncode == 0, result.stderr
     text = out.read_text(encoding="utf-8")
     assert "secret-token" not in text
     assert "secret-token" not in result.stdout
-    return {
-        entry["submission"]: {check["id"]: check["passed"] for check in entry["checks"]}
-        | {"__full__": entry["total"] == entry["max"]}
-        for entry in json.loads(text)["submissions"]
-    }
+    assert "secret-token" not in result.stderr
+    return {entry["submission"]: Graded(entry) for entry in json.loads(text)["submissions"]}

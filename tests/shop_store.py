@@ -24,6 +24,7 @@ __all__ = [
     "python_child",
     "run_python",
     "seeded_store",
+    "start_together",
     "write_lock_held",
 ]
 
@@ -81,6 +82,17 @@ def python_child(code: str, *args: str) -> subprocess.Popen[str]:
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def start_together(children: list[subprocess.Popen[str]]) -> None:
+    """Release children that each print "ready" and wait for a line, only once all are ready."""
+    for child in children:
+        assert child.stdout is not None
+        assert child.stdout.readline() == "ready\n"
+    for child in children:
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
 
 
 def run_python(code: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

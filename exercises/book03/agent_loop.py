@@ -305,16 +305,15 @@ def show_transcript(record: RunRecord) -> None:
 
 
 def drafts_in(record: RunRecord) -> list[dict[str, Any]]:
-    """The drafts a run produced, found by matching each answer to its call by id."""
-    names = {
-        call.id: call.name
-        for message in record.messages
-        if isinstance(message, AssistantMessage)
-        for call in message.tool_calls
-    }
+    """The drafts a run produced, each answer matched by id to a call of the turn it answers."""
     drafts = []
+    names: dict[str, str] = {}
     for message in record.messages:
-        if isinstance(message, ToolMessage) and names.get(message.tool_call_id) == "draft_order":
+        if isinstance(message, AssistantMessage):
+            # Only this turn's ids: a later reply that reuses an id must not
+            # turn an earlier answer (a stock report, say) into a draft.
+            names = {call.id: call.name for call in message.tool_calls}
+        elif isinstance(message, ToolMessage) and names.get(message.tool_call_id) == "draft_order":
             observation = json.loads(message.content)
             if observation["ok"]:
                 drafts.append(observation["value"])
@@ -430,8 +429,28 @@ def record_summary(record: RunRecord) -> dict[str, Any]:
             for m in record.messages
             if isinstance(m, ToolMessage)
         ],
-        "drafts": [[d["sku"], d["quantity"], d["total_pence"]] for d in drafts_in(record)],
+        "drafts": door_drafts(record),
     }
+
+
+def door_drafts(record: RunRecord) -> list[list[Any]]:
+    """[sku, quantity, total_pence] of each accepted draft, each answer read against its own turn.
+
+    Matched turn by turn rather than by id over the whole run, so that a reply
+    reusing an earlier call's id (which ends the run unanswered) cannot pass
+    that earlier call's answer off as a draft.
+    """
+    drafts: list[list[Any]] = []
+    turn: dict[str, str] = {}
+    for message in record.messages:
+        if isinstance(message, AssistantMessage):
+            turn = {call.id: call.name for call in message.tool_calls}
+        elif isinstance(message, ToolMessage) and turn.get(message.tool_call_id) == "draft_order":
+            observation = json.loads(message.content)
+            if observation["ok"]:
+                value = observation["value"]
+                drafts.append([value["sku"], value["quantity"], value["total_pence"]])
+    return drafts
 
 
 def run_scripted(

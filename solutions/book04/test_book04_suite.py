@@ -42,6 +42,23 @@ def test_a_sloppy_suite_spreads_and_each_rate_is_a_share_of_runs(tmp_path: Path)
     assert spread["lowest"] == min(spread["rates"]) < spread["highest"] == max(spread["rates"])
 
 
+def test_each_rate_is_its_own_seeds_and_they_come_in_the_seeds_order(tmp_path: Path) -> None:
+    from sovereign_agent.evaluate import load_suite, run_suite
+
+    sloppy = tmp_path / "sloppy.toml"
+    text = SUITE.read_text().replace("quantity_as_text = 0.0", "quantity_as_text = 0.5")
+    sloppy.write_text(text.replace('factory = "regressed.py:', f'factory = "{HERE}/regressed.py:'))
+    seeds = [5, 0, 3, 1]
+    # Worked out with the runtime's own runner, one seed at a time, not with the
+    # function under test.
+    suite = load_suite(sloppy)
+    alone = suite.model_copy(update={"variants": suite.variants[:1]})
+    expected = [run_suite(alone, repeat=4, seed=seed)[0].pass_rate for seed in seeds]
+    assert expected != sorted(expected)  # else the order would go unchecked
+    spread = evidence.pass_rate_spread(str(sloppy), "chapter tools", seeds, 4)
+    assert spread["rates"] == expected
+
+
 def test_an_unknown_variant_is_refused() -> None:
     with pytest.raises(KeyError):
         evidence.pass_rate_spread(str(SUITE), "no such variant", [0], 1)

@@ -57,8 +57,16 @@ class DraftArguments(ProductArguments):
 
 
 def replenishment_need(row: Mapping[str, Any]) -> int:
-    """Tubs to order to reach the target; a shop above target needs 0, never a negative."""
-    return max(0, row["reorder_point"] - row["on_hand"])
+    """Tubs to order so that, once every promise is kept and the van is in, stock is at target.
+
+    Reserved tubs will leave the freezer and incoming tubs will arrive. A row
+    without those counts (chapters 1 to 5 wrote none) has none of either. A
+    shop above target needs 0, never a negative.
+    """
+    reserved = row.get("reserved", 0)
+    incoming = row.get("incoming", 0)
+    shortfall: int = row["reorder_point"] + reserved - row["on_hand"] - incoming
+    return max(0, shortfall)
 
 
 def stock_report(products: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

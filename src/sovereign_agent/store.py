@@ -1,4 +1,4 @@
-"""Chapter 5's store: Lucy's shop in one SQLite file that outlives any process.
+"""Chapters 5 and 6's store: Lucy's shop in one SQLite file that outlives any process.
 
 The dict of chapters 1 to 3 lived and died with one process. Here the stock,
 the prices, the deliveries and the saved drafts live in a database file: a
@@ -8,8 +8,10 @@ The database itself enforces the shop's rules (no negative stock, prices in
 whole pence, one open draft per sku), so they hold for every writer.
 
 The model's tools are chapter 2's three, with the same observations; the
-operator's actions (seeding, deliveries, prices) are functions the model has
-no tool for. Each change runs in one transaction.
+operator's actions (seeding, deliveries, prices, and from chapter 6 the tubs
+promised to customers and the tubs on their way) are functions the model has
+no tool for. Each change runs in one transaction, and one that would take a
+count below zero is refused before it writes anything.
 """
 
 from __future__ import annotations
@@ -36,20 +38,28 @@ __all__ = [
     "APPLICATION_ID",
     "MIGRATIONS",
     "MINIMUM_SQLITE",
+    "RESERVATIONS_V2",
     "SCHEMA_V1",
     "NewerSchema",
     "NotAStore",
     "StoreBusy",
     "StoreError",
+    "at_least_one_tub",
     "build_store_tools",
+    "cancel_reservation",
     "check_file",
+    "collect",
+    "expect_delivery",
     "migrate",
+    "move_tubs",
     "open_store",
     "read_drafts",
     "read_price",
     "read_product",
     "read_products",
     "receive_delivery",
+    "refuse_below_zero",
+    "reserve",
     "save_draft",
     "seed_store",
     "set_price",
@@ -138,9 +148,19 @@ def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         raise
 
 
+# Migration 2: every product also counts the tubs promised to customers and the
+# tubs on their way from the supplier. Rows already in the file get 0 of each,
+# which is what they meant: chapter 5 knew of no promise and no van.
+RESERVATIONS_V2 = (
+    "ALTER TABLE products ADD COLUMN reserved INTEGER NOT NULL DEFAULT 0"
+    " CONSTRAINT reserved_not_negative CHECK (reserved >= 0)",
+    "ALTER TABLE products ADD COLUMN incoming INTEGER NOT NULL DEFAULT 0"
+    " CONSTRAINT incoming_not_negative CHECK (incoming >= 0)",
+)
+
 # Migration N brings a file from version N-1 to N. Append, never edit: a file
 # already at version N has run migration N exactly as it was written.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1,)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1, RESERVATIONS_V2)
 
 # The store's mark in the file header ("LUCY" in ASCII): a database without it
 # belongs to someone else, and the store neither migrates nor writes it.
@@ -275,13 +295,18 @@ def supersede_stale_draft(connection: sqlite3.Connection, sku: str) -> int:
 def seed_store(
     connection: sqlite3.Connection, shop: Mapping[str, Any], prices: Mapping[str, int]
 ) -> None:
-    """Copy a shop snapshot and its prices into an empty store: every row, or none."""
+    """Copy a shop snapshot and its prices into an empty store: every row, or none.
+
+    A row without `reserved` or `incoming` (chapter 1's snapshot) has none of either.
+    """
     products = [
         (
             row["sku"],
             row["name"],
             whole_number("on_hand", row["on_hand"]),
             whole_number("reorder_point", row["reorder_point"]),
+            whole_number("reserved", row.get("reserved", 0)),
+            whole_number("incoming", row.get("incoming", 0)),
         )
         for row in shop["products"]
     ]
@@ -291,7 +316,8 @@ def seed_store(
             # Seeding twice would overwrite today's stock with an old snapshot.
             raise ValueError("the store already holds products")
         connection.executemany(
-            "INSERT INTO products (sku, name, on_hand, reorder_point) VALUES (?, ?, ?, ?)",
+            "INSERT INTO products (sku, name, on_hand, reorder_point, reserved, incoming)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
             products,
         )
         connection.executemany(
@@ -299,12 +325,93 @@ def seed_store(
         )
 
 
-def receive_delivery(connection: sqlite3.Connection, sku: str, tubs: int) -> dict[str, Any]:
-    """Tubs arrive: record them, put them in the freezer, retire a draft they made stale."""
-    whole_number("tubs", tubs)
+def at_least_one_tub(action: str, tubs: object) -> int:
+    """The tubs an action moves: a whole number (checked at the door), and at least one."""
+    count = whole_number("tubs", tubs)
+    if count < 1:
+        raise ValueError(f"cannot {action} {count} tubs: an action moves at least one tub")
+    return count
+
+
+def refuse_below_zero(
+    product: Mapping[str, Any], action: str, tubs: int, changes: Mapping[str, int]
+) -> None:
+    """Refuse, by name and before anything is written, a change that would leave a count below 0."""
+    for count, change in changes.items():
+        if product[count] + change < 0:
+            raise ValueError(
+                f"cannot {action} {tubs} tub{'' if tubs == 1 else 's'} of {product['sku']}:"
+                f" only {product[count]} {count.replace('_', ' ')}"
+            )
+
+
+def move_tubs(
+    connection: sqlite3.Connection,
+    action: str,
+    sku: str,
+    tubs: int,
+    *,
+    on_hand: int = 0,
+    reserved: int = 0,
+    incoming: int = 0,
+) -> dict[str, Any]:
+    """One operator action: `tubs` times what one tub does to each count, in one transaction.
+
+    The keyword arguments say what one tub does (+1, -1 or 0). The product is
+    read under the write lock, so the refusal and the change see the same row.
+    """
+    at_least_one_tub(action, tubs)
+    changes = {"on_hand": on_hand * tubs, "reserved": reserved * tubs, "incoming": incoming * tubs}
     with transaction(connection):
+        refuse_below_zero(read_product(connection, sku), action, tubs, changes)
+        connection.execute(
+            "UPDATE products SET on_hand = on_hand + :on_hand, reserved = reserved + :reserved,"
+            " incoming = incoming + :incoming WHERE sku = :sku",
+            {**changes, "sku": sku},
+        )
+        supersede_stale_draft(connection, sku)
+        product = read_product(connection, sku)
+    return {**product, "needed": replenishment_need(product)}
+
+
+def reserve(connection: sqlite3.Connection, sku: str, tubs: int) -> dict[str, Any]:
+    """A customer orders tubs to collect later: promised tubs raise the need."""
+    return move_tubs(connection, "reserve", sku, tubs, reserved=+1)
+
+
+def collect(connection: sqlite3.Connection, sku: str, tubs: int) -> dict[str, Any]:
+    """The customer takes reserved tubs: they leave the freezer and the promises together."""
+    return move_tubs(connection, "collect", sku, tubs, on_hand=-1, reserved=-1)
+
+
+def cancel_reservation(connection: sqlite3.Connection, sku: str, tubs: int) -> dict[str, Any]:
+    """The customer no longer wants reserved tubs: the promise goes, and the need with it."""
+    return move_tubs(connection, "cancel", sku, tubs, reserved=-1)
+
+
+def expect_delivery(connection: sqlite3.Connection, sku: str, tubs: int) -> dict[str, Any]:
+    """The supplier confirms tubs on the van: tubs on their way lower the need."""
+    return move_tubs(connection, "expect", sku, tubs, incoming=+1)
+
+
+def receive_delivery(
+    connection: sqlite3.Connection, sku: str, tubs: int, *, expected: bool = False
+) -> dict[str, Any]:
+    """Tubs arrive: record them, put them in the freezer, retire a draft they made stale.
+
+    An expected delivery comes off `incoming`, so no need changes, and more
+    than is incoming is refused. One nobody announced (chapter 5's kind) adds
+    to the freezer alone, and lowers the need.
+    """
+    at_least_one_tub("receive", tubs)
+    with transaction(connection):
+        if expected:
+            refuse_below_zero(read_product(connection, sku), "receive", tubs, {"incoming": -tubs})
         connection.execute("INSERT INTO deliveries (sku, tubs) VALUES (?, ?)", (sku, tubs))
-        connection.execute("UPDATE products SET on_hand = on_hand + ? WHERE sku = ?", (tubs, sku))
+        connection.execute(
+            "UPDATE products SET on_hand = on_hand + ?, incoming = incoming - ? WHERE sku = ?",
+            (tubs, tubs if expected else 0, sku),
+        )
         supersede_stale_draft(connection, sku)
         product = read_product(connection, sku)
     return {**product, "needed": replenishment_need(product)}

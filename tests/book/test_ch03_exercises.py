@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from grading import grade_batch
+from grading import Graded, grade_batch
 
 from bookproof.notebooks.build import notebook_json
 
@@ -29,6 +29,7 @@ CHAPTER_CHECKS = {
     "ch3_malformed",
     "ch3_model_error",
     "ch3_bad_bounds",
+    "ch3_duplicate_call_id",
 }
 UNIT_A = {
     "ex1_no_delivery",
@@ -40,7 +41,9 @@ UNIT_A = {
 UNIT_B = {"ex2_repeat_stops", "ex2_same_arguments", "ex2_not_a_repeat", "ex2_turn_answered"}
 REPEAT_KEY = "json.dumps(call.arguments, sort_keys=True)"
 
-# name -> (edits to the solution, the checks the result must fail)
+# name -> (edits to the solution, the checks the result must fail). A mistake
+# that fails ex1_delivery_recovers also loses ex1_no_delivery: that check holds
+# in the starter already, and counts only once the work it guards is done.
 MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
     # Comparing the arguments' text misses the same object written another way.
     "compares_argument_text": (
@@ -65,6 +68,7 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
         {
             "ch3_tool_call_limit",
             "ex1_delivery_recovers",
+            "ex1_no_delivery",
             "ex1_delivery_to_zero",
             "ex1_answer_total",
             "ex2_not_a_repeat",
@@ -73,12 +77,12 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
     # Drafting every need again after the re-read drafts strawberry twice.
     "redrafts_everything": (
         [('row["needed"] > 0 and row["sku"] not in drafted', 'row["needed"] > 0')],
-        {"ex1_delivery_recovers", "ex1_delivery_to_zero", "ex1_answer_total"},
+        {"ex1_delivery_recovers", "ex1_no_delivery", "ex1_delivery_to_zero", "ex1_answer_total"},
     ),
     # Answering after a refusal, without fresh numbers, is the starter's flaw.
     "answers_after_refusal": (
         [('if any(not answer["ok"] for answer in answers):', "if False:")],
-        {"ex1_delivery_recovers", "ex1_delivery_to_zero", "ex1_answer_total"},
+        {"ex1_delivery_recovers", "ex1_no_delivery", "ex1_delivery_to_zero", "ex1_answer_total"},
     ),
     # Running the last step's calls breaks chapter 3's promise about the step limit.
     "runs_the_last_step": (
@@ -89,7 +93,7 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, bool]]:
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book03")
     folders = {"solution": SOLUTION, "starter": STARTER}
     for name, (edits, _) in MISTAKES.items():
@@ -98,26 +102,27 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, bool
             assert text.count(old) == 1, (name, old)
             text = text.replace(old, new)
         folders[name] = text
-    return grade_batch(3, folders, module_file="agent_loop.py", base=base)
+    return grade_batch(
+        3, {name: {"agent_loop.py": text} for name, text in folders.items()}, base=base
+    )
 
 
-def failed(results: dict[str, bool]) -> set[str]:
-    return {check for check, passed in results.items() if not passed} - {"__full__"}
+def test_the_reference_solution_scores_full_marks(report: dict[str, Graded]) -> None:
+    assert set(report["solution"].passed) == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert report["solution"].full
 
 
-def test_the_reference_solution_scores_full_marks(report: dict[str, dict[str, bool]]) -> None:
-    assert set(report["solution"]) - {"__full__"} == CHAPTER_CHECKS | UNIT_A | UNIT_B
-    assert report["solution"]["__full__"]
-
-
-def test_the_untouched_starter_passes_the_chapter_and_fails_the_exercises(
-    report: dict[str, dict[str, bool]],
+def test_the_untouched_starter_earns_its_chapter_baseline_and_no_exercise_point(
+    report: dict[str, Graded],
 ) -> None:
     starter = report["starter"]
-    assert not starter["__full__"]
-    # ex1_no_delivery and ex2_not_a_repeat describe chapter 3's own behaviour,
-    # which the starter already has; every other exercise check must fail.
-    assert failed(starter) == (UNIT_A | UNIT_B) - {"ex1_no_delivery", "ex2_not_a_repeat"}
+    assert starter.baseline == (len(CHAPTER_CHECKS), len(CHAPTER_CHECKS))
+    assert starter.exercises[0] == 0
+    assert starter.failed == UNIT_A | UNIT_B
+    # Chapter 3's loop already drafts once without a delivery and runs calls
+    # that repeat nothing: those checks hold, held back until the work is done.
+    assert starter.outcomes["ex1_no_delivery"] == "locked"
+    assert starter.outcomes["ex2_not_a_repeat"] == "locked"
 
 
 # Checks a mistake fails only for some of the grader's random data: remembering
@@ -129,10 +134,8 @@ DATA_DEPENDENT: dict[str, set[str]] = {
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
-def test_each_mistake_loses_exactly_its_checks(
-    report: dict[str, dict[str, bool]], mistake: str
-) -> None:
-    lost = failed(report[mistake])
+def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistake: str) -> None:
+    lost = report[mistake].failed
     assert MISTAKES[mistake][1] <= lost
     assert lost - MISTAKES[mistake][1] <= DATA_DEPENDENT.get(mistake, set())
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from markdown_it import MarkdownIt
+from chapter_files import checkpoint_output, run_checkpoint
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,13 +21,6 @@ CHAPTER_1 = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch01_first_model_cal
 CHAPTER_3 = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch03_bounded_agent_loop_checkpoint.py"
 VANILLA = '{"sku": "SKU-VANILLA", "quantity": 6}'
 STRAWBERRY = '{"sku": "SKU-STRAWBERRY", "quantity": 4}'
-
-
-def chapter_checkpoint_output() -> str:
-    tokens = MarkdownIt("commonmark").parse(CHAPTER.read_text(encoding="utf-8"))
-    blocks = [t.content for t in tokens if t.type == "fence" and t.info == "checkpoint-output"]
-    assert len(blocks) == 1
-    return blocks[0]
 
 
 def run(argv: list[str], cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
@@ -50,9 +43,9 @@ def run(argv: list[str], cwd: Path, **variables: str) -> subprocess.CompletedPro
 def test_offline_checkpoint_prints_the_chapters_checkpoint_output_from_anywhere(
     tmp_path: Path,
 ) -> None:
-    result = run([str(CHECKPOINT)], cwd=tmp_path)
+    result = run_checkpoint(CHECKPOINT, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == chapter_checkpoint_output()
+    assert result.stdout == checkpoint_output(CHAPTER)
     assert list(tmp_path.iterdir()) == []  # its files went to a folder it removed
 
 
@@ -66,9 +59,9 @@ def test_a_run_recorded_from_a_provider_replays_offline_without_asking_again(
             openai_tool_calls([("a2", "draft_order", VANILLA), ("a3", "draft_order", STRAWBERRY)]),
             openai_text("Two drafts: 2,600 pence."),
         )
-        result = run(
-            [str(CHECKPOINT)],
-            cwd=tmp_path,
+        result = run_checkpoint(
+            CHECKPOINT,
+            tmp_path,
             SOVEREIGN_MODEL="openai:stub-model",
             OPENAI_API_KEY="secret-token-ch4-checkpoint",
             OPENAI_BASE_URL=stub.openai_base_url,
@@ -77,13 +70,13 @@ def test_a_run_recorded_from_a_provider_replays_offline_without_asking_again(
     assert result.returncode == 0, result.stderr
     assert asked == 3  # the three steps of the recording, and not one request more
     lines = result.stdout.splitlines()
-    expected = chapter_checkpoint_output().splitlines()
+    expected = checkpoint_output(CHAPTER).splitlines()
     assert lines[0].startswith("model: openai:stub-model at http://127.0.0.1:")
     assert lines[1:] == expected[1:]
 
 
 def test_an_unconfigured_provider_starts_nothing(tmp_path: Path) -> None:
-    result = run([str(CHECKPOINT)], cwd=tmp_path, SOVEREIGN_MODEL="parrot:polly")
+    result = run_checkpoint(CHECKPOINT, tmp_path, SOVEREIGN_MODEL="parrot:polly")
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.startswith("cannot start: ")

@@ -14,10 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-
-from bookproof.notebooks.build import EXERCISE_TAG
+from exercise_books import notebook_script
 
 ROOT = Path(__file__).resolve().parents[2]
 STARTER = ROOT / "exercises/book04"
@@ -145,16 +143,7 @@ def test_the_solutions_tests_pass_on_the_solution_and_fail_on_the_starter(
     failing = python(unsolved, "-m", "pytest", "-q", "-p", "no:cacheprovider")
     assert failing.returncode == 1
     # Only the test of a chapter behaviour (a defect stays loud) passes on the starter.
-    assert "10 failed, 1 passed" in failing.stdout
-
-
-def cells(notebook: Path) -> str:
-    loaded = nbformat.read(notebook, as_version=4)
-    return "\n\n".join(
-        cell.source
-        for cell in loaded.cells
-        if cell.cell_type == "code" and EXERCISE_TAG not in cell.metadata.get("tags", [])
-    )
+    assert "11 failed, 1 passed" in failing.stdout
 
 
 @pytest.mark.parametrize("unit", ["unit_a", "unit_b"])
@@ -163,7 +152,7 @@ def test_the_check_cells_show_the_exercises_done_with_the_solution(
 ) -> None:
     for solved in (False, True):
         cwd = folder(tmp_path / str(solved), solved=solved)
-        (cwd / "_cells.py").write_text(cells(cwd / f"{unit}.ipynb"), encoding="utf-8")
+        (cwd / "_cells.py").write_text(notebook_script(cwd / f"{unit}.ipynb"), encoding="utf-8")
         result = python(cwd, "_cells.py")
         assert result.returncode == 0, result.stderr
         not_yet = "is not written yet" in result.stdout or "not yet" in result.stdout
@@ -174,3 +163,36 @@ def test_the_check_cells_show_the_exercises_done_with_the_solution(
     else:
         assert "caught" in result.stdout
         assert "safe hints: 100%" in result.stdout
+
+
+# Faulty versions of the reference solution: each breaks one thing the
+# exercises ask for, and the learner-side tests must notice every one.
+FAULTS = {
+    "the authority's refusal counted": (
+        'event.failure_stage in ("handler", "result")',
+        'event.failure_stage in ("handler", "result", "before_write")',
+    ),
+    "failures in run order, not line order": (
+        'return sorted(found, key=lambda failure: failure["line"])',
+        "return found",
+    ),
+    "the schema changed instead of the price": (
+        'return build_tools(**{**recorded, "prices": prices})',
+        'return build_tools(**{**recorded, "allowed": recorded["allowed"][:2]})',
+    ),
+    "the seeds sorted": (
+        "for seed in seeds]",
+        "for seed in sorted(seeds)]",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_the_learner_tests_catch_each_faulty_solution(tmp_path: Path, fault: str) -> None:
+    cwd = folder(tmp_path, solved=True)
+    source = (cwd / "evidence.py").read_text(encoding="utf-8")
+    right, wrong = FAULTS[fault]
+    assert source.count(right) == 1, f"the fault {fault!r} no longer applies"
+    (cwd / "evidence.py").write_text(source.replace(right, wrong), encoding="utf-8")
+    result = python(cwd, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    assert result.returncode == 1, f"no learner test noticed: {fault}"

@@ -9,7 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from exercise_books import PYTEST, hand_in, notebook_script, run_in
+from exercise_books import hand_in as hand_in_module
+from exercise_books import notebook_script, run_in
 
 from bookproof.notebooks.build import notebook_json
 
@@ -22,14 +23,18 @@ LEARNER = ROOT / "book/textbook/learner/profrod_sovereign_agent_ch05_persistent_
 DOOR = "# --- The grader's door"
 
 
+def hand_in(tmp_path: Path, shop_store: str) -> Path:
+    return hand_in_module(tmp_path, SOLUTIONS, "shop_store.py", shop_store)
+
+
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTIONS, "shop_store.py", SOLUTION), *PYTEST)
+    result = run_in(hand_in(tmp_path, SOLUTION), "-m", "pytest", "-q", "-p", "no:cacheprovider")
     assert result.returncode == 0, result.stdout
     assert "15 passed" in result.stdout
 
 
 def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTIONS, "shop_store.py", STARTER), *PYTEST)
+    result = run_in(hand_in(tmp_path, STARTER), "-m", "pytest", "-q", "-p", "no:cacheprovider")
     assert result.returncode == 1
     # What holds already: a good count sets the stock, the one-open-draft rule,
     # and the refusal of a file newer than the code.
@@ -87,7 +92,7 @@ print(json.dumps(seen, sort_keys=True))
 
 
 def test_the_grader_door_answers_in_plain_json_over_real_files(tmp_path: Path) -> None:
-    folder = hand_in(tmp_path, SOLUTIONS, "shop_store.py", SOLUTION)
+    folder = hand_in(tmp_path, SOLUTION)
     result = run_in(folder, "-c", DOOR_SCRIPT)
     assert result.returncode == 0, result.stderr
     seen = json.loads(result.stdout)

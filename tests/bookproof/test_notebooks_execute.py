@@ -52,6 +52,23 @@ def test_notebook_setup_and_check_cells_run_with_the_starter(
     assert completed.returncode == 0, completed.stderr
 
 
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_running_the_cells_again_never_overwrites_the_learners_files(
+    tmp_path: Path, notebook: Path
+) -> None:
+    folder = tmp_path / notebook.parent.name
+    shutil.copytree(notebook.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    script = _script(notebook)
+    assert _run(folder, script).returncode == 0
+    created = sorted(path for path in folder.glob("test_*.py"))
+    for path in created:
+        path.write_text("# my own tests\n", encoding="utf-8")
+    again = _run(folder, script)
+    assert again.returncode == 0, again.stderr
+    for path in created:
+        assert path.read_text(encoding="utf-8") == "# my own tests\n"
+
+
 def test_book02_check_cells_show_the_exercises_done_with_the_solution(tmp_path: Path) -> None:
     folder = tmp_path / "book02"
     shutil.copytree(ROOT / "exercises" / "book02", folder)

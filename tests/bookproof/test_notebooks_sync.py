@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -81,6 +82,30 @@ def test_plan_blocks_become_markdown_code_and_exercise_cells() -> None:
     assert cells[3].source == f"{EXERCISE_MARKER}\n# add the mango row"
 
 
+def test_a_new_file_block_becomes_a_cell_that_writes_the_file_once(tmp_path: Path) -> None:
+    template = 'import pytest\n\n\ndef test_first():\n    assert "a" == "a"\n'
+    (cell,) = plan_cells(f"```python new-file=test_mine.py\n{template}```\n")
+    assert cell.kind == "code"
+    target = tmp_path / "test_mine.py"
+    first = subprocess.run(
+        [sys.executable, "-c", cell.source], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert first.returncode == 0 and "wrote test_mine.py" in first.stdout
+    assert target.read_text(encoding="utf-8") == template
+    target.write_text("# the learner's own work\n", encoding="utf-8")
+    again = subprocess.run(
+        [sys.executable, "-c", cell.source], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert "leaves it as it is" in again.stdout
+    assert target.read_text(encoding="utf-8") == "# the learner's own work\n"
+
+
+@pytest.mark.parametrize("name", ["../escape.py", "/tmp/x.py", "a b.py", ""])
+def test_a_new_file_block_must_name_a_plain_file(name: str) -> None:
+    with pytest.raises(ValueError, match="line 1"):
+        plan_cells(f"```python new-file={name}\nx = 1\n```\n")
+
+
 markdown_text = st.lists(
     st.sampled_from(
         [
@@ -89,6 +114,7 @@ markdown_text = st.lists(
             "\n",
             "```python\nx = 1\n```\n",
             "```python exercise\n```\n",
+            "```python new-file=test_x.py\nx = 1\n```\n",
             "```text\nout\n```\n",
             "- item\n",
             "| a | b |\n|---|---|\n| 1 | 2 |\n",

@@ -11,7 +11,7 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from shop_store import contents, python_child, seeded_store
+from shop_store import contents, python_child, seeded_store, start_together
 
 from sovereign_agent.store import (
     open_store,
@@ -142,13 +142,7 @@ def test_two_processes_receiving_200_deliveries_each_leave_exactly_400_more_tubs
 ) -> None:
     path = seeded_store(tmp_path / "lucy.db")
     writers = [python_child(RECEIVE_ONE_TUB_AT_A_TIME, str(path), "200") for _ in range(2)]
-    for writer in writers:
-        assert writer.stdout is not None
-        assert writer.stdout.readline() == "ready\n"
-    for writer in writers:
-        assert writer.stdin is not None
-        writer.stdin.write("go\n")
-        writer.stdin.flush()
+    start_together(writers)
     results = [writer.communicate(timeout=300) for writer in writers]
     assert [writer.returncode for writer in writers] == [0, 0], results
     (start_a, end_a), (start_b, end_b) = (map(float, out.split()) for out, _ in results)

@@ -245,7 +245,10 @@ def test_the_sqlite3_module_begins_no_transaction_of_its_own(tmp_path: Path) -> 
         from sovereign_agent.store import open_store
 
         connection = open_store(sys.argv[1])
-        connection.execute("INSERT INTO products VALUES ('SKU-MANGO', 'Mango', 1, 5)")
+        connection.execute(
+            "INSERT INTO products (sku, name, on_hand, reorder_point)"
+            " VALUES ('SKU-MANGO', 'Mango', 1, 5)"
+        )
         print(connection.in_transaction, connection.isolation_level)
         """,
         str(tmp_path / "lucy.db"),

@@ -49,24 +49,45 @@ VIOLATIONS: dict[str, tuple[str, tuple[Any, ...], str]] = {
         "cannot store REAL value in INTEGER column products.on_hand",
     ),
     "an empty sku": (
-        "INSERT INTO products VALUES ('', 'Nothing', 1, 1)",
+        "INSERT INTO products (sku, name, on_hand, reorder_point) VALUES ('', 'Nothing', 1, 1)",
         (),
         "CHECK constraint failed: sku_length",
     ),
     "a sku too long for the tools": (
-        "INSERT INTO products VALUES (?, 'Long', 1, 1)",
+        "INSERT INTO products (sku, name, on_hand, reorder_point) VALUES (?, 'Long', 1, 1)",
         ("S" * 101,),
         "CHECK constraint failed: sku_length",
     ),
     "a sku twice": (
-        "INSERT INTO products VALUES ('SKU-VANILLA', 'Vanilla again', 1, 1)",
+        "INSERT INTO products (sku, name, on_hand, reorder_point)"
+        " VALUES ('SKU-VANILLA', 'Vanilla again', 1, 1)",
         (),
         "UNIQUE constraint failed: products.sku",
     ),
     "a product without a name": (
-        "INSERT INTO products VALUES ('SKU-MANGO', NULL, 1, 5)",
+        "INSERT INTO products (sku, name, on_hand, reorder_point) VALUES ('SKU-MANGO', NULL, 1, 5)",
         (),
         "NOT NULL constraint failed: products.name",
+    ),
+    "negative reserved tubs": (
+        "UPDATE products SET reserved = -1 WHERE sku = 'SKU-VANILLA'",
+        (),
+        "CHECK constraint failed: reserved_not_negative",
+    ),
+    "negative incoming tubs": (
+        "UPDATE products SET incoming = -1 WHERE sku = 'SKU-STRAWBERRY'",
+        (),
+        "CHECK constraint failed: incoming_not_negative",
+    ),
+    "reserved tubs as text": (
+        "UPDATE products SET reserved = ? WHERE sku = 'SKU-VANILLA'",
+        ("three",),
+        "cannot store TEXT value in INTEGER column products.reserved",
+    ),
+    "no count of incoming tubs": (
+        "UPDATE products SET incoming = NULL WHERE sku = 'SKU-VANILLA'",
+        (),
+        "NOT NULL constraint failed: products.incoming",
     ),
     "a free tub": (
         "UPDATE prices SET unit_cost_pence = 0 WHERE sku = 'SKU-VANILLA'",

@@ -172,3 +172,16 @@ def test_a_fingerprint_changes_with_any_change_to_the_schema_and_never_with_key_
     assert schema_fingerprint(described) != schema_fingerprint(schema)
     assert schema_fingerprint(schema).startswith("sha256:")
     assert len(schema_fingerprint(schema)) == len("sha256:") + 64
+
+
+def test_a_definition_edited_in_the_trace_no_longer_matches_its_fingerprint(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    write_run(trace)
+    events = lines_of(trace)
+    definition = events[1]["gen_ai.tool.definitions"][0]["function"]
+    definition["parameters"]["properties"]["quantity"]["maximum"] = 2000
+    rewrite(trace, events)
+    with pytest.raises(TraceFormatError, match=r"line 2: model_request: a tool definition"):
+        read_trace(trace)

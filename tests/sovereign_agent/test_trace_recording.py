@@ -6,8 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from sovereign_agent.trace import (
     schema_fingerprint,
 )
 from sovereign_agent.trace.format import parse_event
+from sovereign_agent.trace.recorder import WRITE_EVERY_S
 
 
 def ticking() -> Any:
@@ -59,7 +60,7 @@ def record(
     recorder = Recorder(
         events.append,
         clock=ticking(),
-        now=lambda: datetime(2025, 6, 2, 7, 30, tzinfo=UTC),
+        wall_clock=lambda: 1_748_849_400_000_000_000,
         new_run_id=lambda: "run-1",
     )
     run = run_task(
@@ -111,7 +112,7 @@ def test_run_started_records_the_task_the_bounds_the_model_and_how_to_rebuild_th
     events, _ = record(PLAN, system="Be brief.")
     started = events[0]
     assert started["gen_ai.operation.name"] == "invoke_agent"
-    assert started["time"] == "2025-06-02T07:30:00.000+00:00"
+    assert started["time_unix_nano"] == 1_748_849_400_000_000_000
     assert started["task"] == TASK
     assert started["gen_ai.system_instructions"] == "Be brief."
     assert (started["max_steps"], started["max_tool_calls"]) == (6, 8)
@@ -388,3 +389,45 @@ def test_a_reply_with_a_lone_surrogate_is_still_written_as_json(tmp_path: Path) 
     (run,) = read_trace(trace)
     reply = run.events[2]
     assert parse_event(trace.read_text().splitlines()[2]) == reply
+
+
+def test_a_trace_file_deleted_between_runs_is_opened_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    monkeypatch.setenv("SOVEREIGN_TRACE", str(trace))
+    run_task(ScriptedModel(PLAN), build_tools(SHOP), TASK, max_steps=6, max_tool_calls=8)
+    trace.unlink()
+    # The process still holds the old file open; the check that the path names
+    # it is made at most once a second, so wait that second out.
+    time.sleep(WRITE_EVERY_S)
+    run_task(ScriptedModel(PLAN), build_tools(SHOP), TASK, max_steps=6, max_tool_calls=8)
+    (run,) = read_trace(trace)
+    assert run.complete
+
+
+def test_two_processes_appending_at_once_leave_every_run_whole(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    script = f"""
+import json
+from sovereign_agent.loop import run_task
+from sovereign_agent.models import AssistantMessage, AssistantToolCall
+from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.shop import build_tools
+shop = {SHOP!r}
+for _ in range(30):
+    replies = [AssistantMessage(tool_calls=(AssistantToolCall(id="c1", name="list_stock",
+               arguments_json="{{}}"),)), AssistantMessage(content="done")]
+    run_task(ScriptedModel(replies), build_tools(shop), "t", max_steps=3, max_tool_calls=3)
+"""
+    env = {**os.environ, "SOVEREIGN_TRACE": str(trace)}
+    writers = [
+        subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE)
+        for _ in range(2)
+    ]
+    for writer in writers:
+        _, errors = writer.communicate(timeout=120)
+        assert writer.returncode == 0, errors
+    runs = read_trace(trace)
+    assert len(runs) == 60
+    assert all(run.complete and len(run.events) == 8 for run in runs)

@@ -15,7 +15,6 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
@@ -533,7 +532,7 @@ def page_recorder(sink: Callable[[dict[str, Any]], None]) -> Recorder:
     return Recorder(
         sink,
         clock=ticking_clock(),
-        now=lambda: datetime(2025, 6, 2, 7, 30, tzinfo=UTC),
+        wall_clock=lambda: 1_748_849_400_000_000_000,
         new_run_id=lambda: "5eed" * 8,
     )
 

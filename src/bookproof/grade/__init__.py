@@ -1,15 +1,124 @@
-"""The exercise grader: per-check scores and feedback, safe against hostile submissions.
+"""The exercise grader: checks declared once, asked of sandboxed submissions, decided here.
 
 A submission cannot grade itself. The grading process never imports it: a
-child process (`bookproof.grade.harness`) imports the submission inside a
-temporary copy of its folder, under memory, file-size, CPU and wall-clock
-limits, and sends back raw observations (plain JSON of exact builtin types)
-over a dedicated pipe. The grader validates every frame and decides each
-check by comparing those observations with answers it computed itself for
-data it randomised in this run (`bookproof.grade.books.bookNN`).
+child process in a bubblewrap sandbox (`sandbox`) imports the submission from
+a copy of its folder and answers questions about it one at a time
+(`child.harness`, driven by `session`). The grader decides every check from
+those plain answers, against data it randomised for this run from a seed it
+records; the child holds nothing that could make a check pass. Reports are
+written once, whole, after every child is gone. The grading contract and the
+threat model are in `exercises/GRADING.md`.
 
-Modules: `checks` (the records and step vocabulary a book module uses),
-`books` (one module per exercise book), `harness` (the child),
-`runner` (the parent side of one submission), `encoding` (the strict
-encoder and decoder), `report` (table, JSON, CSV), `cli` (the command).
+Writing an exercise book's checks
+=================================
+
+One module per book, `bookproof/grade/books/bookNN.py`, declaring `BOOK`.
+A check is one decorated generator: its name is the check's id (and its
+gradebook column); the decorator holds its points, kind, section and the two
+sentences a learner reads; the body yields questions and returns None (the
+behaviour holds) or a short reason. Data comes from the check's own
+`random.Random` and from `fixtures` (the shop every book shares), so an
+answer recorded in one run is useless in the next::
+
+    import random
+
+    from bookproof.grade import fixtures as fx
+    from bookproof.grade.book import Book, Trial
+    from bookproof.grade.questions import call, expect, method, same, tool_call
+
+    BOOK = Book(6, "Exercise Book 6: reservations and deliveries",
+                module="store_tools", chapter="Chapter 6")
+    S_NEED = BOOK.section("6.2 The need, again")
+
+    @BOOK.baseline(                       # the chapter's code already does this
+        points=1,
+        section=S_NEED,
+        asks="list_stock reports every row with its need, sorted by sku.",
+        hint="list_stock must return every row with its `needed`, sorted by sku.",
+    )
+    def ch6_stock_report(rng: random.Random) -> Trial:
+        rows = [*fx.shop_rows(), fx.extra_product(rng)]
+        d = yield call("build_tools", fx.shop(rows), fx.prices(), keep=True)  # a Ref
+        report = yield method(d, "invoke", tool_call(fx.call_id(rng), "list_stock", {}))
+        return expect(fx.report_view(report) == fx.expected_report(rows),
+                      "The stock report is not right.")
+
+    @BOOK.exercise(                       # exercise 1 adds this; the starter must fail it
+        1,
+        points=2,
+        section=BOOK.section("6.9 Exercises") + " (Exercise Book 6, Unit A)",
+        asks="Incoming tubs lower the need: 2 on hand, target 8, 4 incoming needs 2.",
+        hint="replenishment_need must subtract `incoming`.",
+    )
+    def ex1_incoming(rng: random.Random) -> Trial:
+        need = yield call("replenishment_need", {**fx.shop_rows()[0], "incoming": 4})
+        return expect(same(2, need), "Vanilla with 4 incoming needs 2 tubs.")
+
+Where the chapter's code already has the behaviour an exercise asks for, the
+learner's tests are the deliverable; declare the file, what those tests may
+use of the module (a `Surface`: names that pass only plain values), and each
+faulty version of the reference they should catch. A faulty version gets the
+freshly loaded reference module and this run's random generator, and returns
+the surface functions it replaces::
+
+    from bookproof.grade.book import JSON, ObjectKind, Surface
+
+    COUNT_TESTS = BOOK.learner_tests(
+        exercise=2,
+        file="test_book06_count.py",
+        section=BOOK.section("6.9 Exercises") + " (Exercise Book 6, Unit B)",
+        surface=Surface(
+            functions={"build_tools": "Dispatcher", "ToolCall": "ToolCall"},
+            objects={
+                "Dispatcher": ObjectKind(methods={"invoke": JSON}),
+                "ToolCall": ObjectKind(fields=("id", "name", "arguments")),
+            },
+            constants=("SHOP",),
+        ),
+    )
+
+    @COUNT_TESTS.catches(points=1, behaviour="counts incoming tubs twice")
+    def ex2_tests_catch_incoming_twice(reference, rng):
+        def build_tools(shop, prices, **options):
+            rows = [{**row, "incoming": 2 * row.get("incoming", 0)} for row in shop["products"]]
+            return reference.build_tools({**shop, "products": rows}, prices, **options)
+
+        return {"build_tools": build_tools}
+
+The check's id is the function's name; its feedback says "Add a test to
+test_book06_count.py that fails for a store_tools that counts incoming tubs
+twice". The tests must pass in every run against the reference to earn
+anything, so a suite that asserts nothing, or passes by chance, earns
+nothing (`learner_tests` says how the runs are made).
+
+The rules, which the grader and the test suite hold every book to:
+
+- The untouched starter earns no exercise point. A check that only guards an
+  exercise against going too far (calls that were not refused still run)
+  already holds in the starter: declare it with `requires=<the check of the
+  work>` and it earns its points only once that check passes.
+- Where an exercise's behaviour already holds in the chapter's code, the
+  deliverable is the learner's tests: `BOOK.learner_tests(...)` names the file
+  and the `Surface` the tests may use, and each `@tests.catches(...)` declares
+  one faulty version of the reference (`solutions/bookNN/<module>.py`). The
+  grader runs the tests against stand-ins that pass only plain values, so a
+  test can recognise the reference by its behaviour and by nothing else.
+- Questions (`questions`): `call`, `method` (with `keep=True` to hold an
+  object in the child and get a `Ref`), `let`/`get`/`set_item` for the
+  caller's own data, `attrs`, `probe`/`probe_count` for a tool whose runs are
+  counted, `stub` to see where a value comes from, `raises=True` to receive the
+  whole `Answer` (exceptions included). Without `raises`, an exception or a
+  value that is not plain data ends the check with feedback the grader writes.
+- Expected values are computed in the check from data it chose, never by
+  calling the submission, never from a value it returned. A reason may quote
+  numbers; it never quotes a string the submission returned (a planted
+  secret must not reach a report), and no feedback ever shows solution code.
+- `section` names the chapter section that teaches the behaviour, by its
+  heading (`BOOK.section("2.8 The dispatcher and its order of checks")`).
+
+Modules: `book` (the declarations), `questions` (what a check can ask),
+`fixtures` (the shared shop), `books` (one module per book), `runner` (one
+submission), `session` and `child` (the conversation with the sandbox),
+`learner_tests` and `oracle` (grading a learner's tests), `intake` (copying a
+folder safely), `sandbox`, `report`, `gradescope`, `cli`.
 """

@@ -1,38 +1,49 @@
 """`grade-exercises`: grade a class's submissions for one exercise book.
 
 Exit status: 0 when grading ran, whatever the scores; 2 for a usage error
-(an unknown flag or book, a folder that does not exist). A folder that exists
-but lacks the book's files is not a usage error: it is graded, with zero and
-a feedback line naming the missing file, so one mistaken hand-in does not stop
-an instructor's batch and still gets a row in the gradebook.
+(an unknown flag or book, a path that does not exist, a folder given twice);
+3 when the sandbox the grader was asked for is not available here. A path
+that exists but cannot be graded (a file, a FIFO, a link, a folder without
+the book's files or holding anything but plain files) is not a usage error:
+it gets a row of zeros with one line saying why, so one broken hand-in
+neither stops an instructor's batch nor goes missing from the gradebook.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import os
 import secrets
+import signal
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
+from types import FrameType
 
-from bookproof.grade.books import BookError, load_book
-from bookproof.grade.report import write_csv, write_json, write_table
-from bookproof.grade.runner import Limits, SubmissionReport, grade_submission
+from bookproof.grade.book import Book, BookError
+from bookproof.grade.books import load_book
+from bookproof.grade.intake import printable
+from bookproof.grade.learner_tests import close_oracles
+from bookproof.grade.report import write_csv, write_gradescope, write_json, write_table
+from bookproof.grade.runner import SubmissionReport, grade_submission
+from bookproof.grade.sandbox import Isolation, Limits, bubblewrap_problem, describe, stop_everything
+from bookproof.grade.session import IsolationFailed
 
 __all__ = ["main"]
 
 USAGE_ERROR = 2
+NO_ISOLATION = 3
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grade-exercises",
-        description="Grade exercise-book submissions, each in its own limited process.",
+        description="Grade exercise-book submissions, each in its own sandbox.",
         epilog=(
-            "Exit status: 0 when grading ran (whatever the scores), 2 for a usage error. "
-            "Progress goes to stderr, one line per submission; the table to stdout."
+            "Exit status: 0 when grading ran (whatever the scores), 2 for a usage error, "
+            "3 when the requested isolation is not available. Progress goes to stderr, one "
+            "line per submission; the table to stdout; files are written once, at the end."
         ),
     )
     parser.add_argument("--book", type=int, required=True, help="exercise book number, e.g. 2")
@@ -46,6 +57,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     parser.add_argument("--csv", type=Path, metavar="PATH", help="write the CSV gradebook here")
     parser.add_argument(
+        "--gradescope",
+        type=Path,
+        metavar="DIR",
+        help="write Gradescope's results.json into DIR (exactly one submission)",
+    )
+    parser.add_argument(
+        "--isolation",
+        choices=[mode.value for mode in Isolation],
+        default=Isolation.BUBBLEWRAP.value,
+        help="bubblewrap (default): each submission in its own sandbox, refusing to grade "
+        "where none can be made; process: accept the weaker mode, in which a submission "
+        "runs as your user and can read what you can read",
+    )
+    parser.add_argument(
         "-j",
         "--jobs",
         type=int,
@@ -58,8 +83,8 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="wall-clock limit for importing a submission and for each step of a check "
-        "(default 10)",
+        help="wall-clock limit for importing a submission and for each question of a check "
+        "(default 10); a run of a learner's tests gets 3x that, at least 30",
     )
     parser.add_argument(
         "--memory-mb",
@@ -72,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
         "--seed",
         type=int,
         default=None,
-        help="fix the randomised scenario data (to reproduce a run); default: fresh each run",
+        help="the seed of the randomised data (in the JSON report); the same seed asks the "
+        "same questions and gives the same grades. Default: fresh each run",
     )
     return parser
 
@@ -82,12 +108,13 @@ def submission_names(folders: Sequence[Path]) -> list[str]:
 
     A gradebook row must say whose work it is: `alice` stays `alice`, but two
     folders both called `book02` become `solutions/book02` and `exercises/book02`.
+    Every name is made printable: escapes instead of control characters.
     """
-    paths = [folder.resolve() for folder in folders]
+    paths = [Path(os.path.abspath(folder)) for folder in folders]
     depth = [1] * len(paths)
 
     def label(index: int) -> str:
-        return "/".join(paths[index].parts[-depth[index] :])
+        return printable("/".join(paths[index].parts[-depth[index] :]))
 
     while True:
         seen: dict[str, list[int]] = {}
@@ -98,67 +125,123 @@ def submission_names(folders: Sequence[Path]) -> list[str]:
             return [label(index) for index in range(len(paths))]
         for group in clashes:
             for index in group:
-                depth[index] += 1
+                depth[index] = min(depth[index] + 1, len(paths[index].parts))
+
+
+def _usage(parser: argparse.ArgumentParser, message: str) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"grade-exercises: {message}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 64:
-        parser.print_usage(sys.stderr)
-        print("grade-exercises: -j, --timeout and --memory-mb must be positive", file=sys.stderr)
-        return USAGE_ERROR
+        return _usage(parser, "-j and --timeout must be positive, --memory-mb at least 64")
     try:
-        book = load_book(args.book)
+        book: Book = load_book(args.book)
     except BookError as exc:
-        print(f"grade-exercises: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+        return _usage(parser, str(exc))
     folders: list[Path] = args.submissions
     for folder in folders:
-        if not folder.is_dir():
-            print(f"grade-exercises: not a folder: {folder}", file=sys.stderr)
-            return USAGE_ERROR
-    resolved = [folder.resolve() for folder in folders]
-    for index, path in enumerate(resolved):
-        if path in resolved[:index]:
+        if not os.path.lexists(folder):
+            return _usage(parser, f"no such file or folder: {printable(str(folder))}")
+    absolute = [os.path.abspath(folder) for folder in folders]
+    for index, path in enumerate(absolute):
+        if path in absolute[:index]:
             # Graded twice, it would take two rows of the gradebook for one learner.
-            print(f"grade-exercises: folder given twice: {folders[index]}", file=sys.stderr)
-            return USAGE_ERROR
-    names = submission_names(folders)
+            return _usage(parser, f"given twice: {printable(str(folders[index]))}")
+    if args.gradescope is not None and len(folders) != 1:
+        return _usage(parser, "--gradescope grades exactly one submission")
     for output in (args.json, args.csv):
         if output is not None and not output.parent.is_dir():
-            print(f"grade-exercises: no folder for {output}", file=sys.stderr)
-            return USAGE_ERROR
+            return _usage(parser, f"no folder for {output}")
+    if args.gradescope is not None and not args.gradescope.is_dir():
+        return _usage(parser, f"--gradescope needs an existing folder: {args.gradescope}")
+    isolation = Isolation(args.isolation)
+    if isolation is Isolation.BUBBLEWRAP:
+        problem = bubblewrap_problem()
+        if problem is not None:
+            print(
+                f"grade-exercises: refusing to grade: {problem}.\n"
+                "Without a sandbox a submission runs as your user and can read what you can "
+                "read. To accept that, pass --isolation process.",
+                file=sys.stderr,
+            )
+            return NO_ISOLATION
+    names = submission_names(folders)
     limits = Limits(timeout=args.timeout, memory_bytes=args.memory_mb * 1024 * 1024)
-    seed = args.seed if args.seed is not None else secrets.randbits(64)
-    # One generator per submission, drawn up front: the same seed gives the
-    # same data whatever order the parallel workers finish in.
-    seeds = random.Random(seed).sample(range(2**62), len(folders))
+    seed = args.seed if args.seed is not None else secrets.randbits(63)
+    print(f"grade-exercises: {book.title}; {describe(isolation)}; seed {seed}", file=sys.stderr)
+    signal.signal(signal.SIGTERM, _interrupted)
+    try:
+        reports = _grade_all(folders, names, book, isolation, limits, seed, args.jobs)
+    except KeyboardInterrupt:
+        stop_everything()
+        print("grade-exercises: interrupted; no report was written", file=sys.stderr)
+        return 130
+    except IsolationFailed as exc:
+        stop_everything()
+        print(
+            f"grade-exercises: the sandbox failed ({exc}); no report was written", file=sys.stderr
+        )
+        return NO_ISOLATION
+    close_oracles()
+    # Every child is gone by now: write each output once, whole.
+    write_table(sys.stdout, reports)
+    if args.json is not None:
+        write_json(args.json, book, reports, seed=seed, isolation=isolation)
+    if args.csv is not None:
+        write_csv(args.csv, book, reports)
+    if args.gradescope is not None:
+        write_gradescope(args.gradescope, book, reports[0], seed=seed)
+    return 0
+
+
+def _grade_all(
+    folders: Sequence[Path],
+    names: Sequence[str],
+    book: Book,
+    isolation: Isolation,
+    limits: Limits,
+    seed: int,
+    jobs: int,
+) -> list[SubmissionReport]:
     reports: list[SubmissionReport | None] = [None] * len(folders)
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {
             pool.submit(
-                grade_submission, folder, book, limits, random.Random(seeds[i]), name=names[i]
-            ): i
-            for i, folder in enumerate(folders)
+                grade_submission,
+                folder,
+                book,
+                isolation=isolation,
+                limits=limits,
+                seed=seed,
+                name=names[index],
+            ): index
+            for index, folder in enumerate(folders)
         }
-        for done, future in enumerate(as_completed(futures), start=1):
-            index = futures[future]
-            report = future.result()
-            reports[index] = report
-            print(
-                f"[{done}/{len(folders)}] {report.submission}: "
-                f"{report.total}/{report.max} ({report.seconds:.1f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
-    finished = [report for report in reports if report is not None]
-    write_table(sys.stdout, finished)
-    if args.json is not None:
-        write_json(args.json, book.BOOK, finished)
-    if args.csv is not None:
-        write_csv(args.csv, book.CHECKS, finished)
-    return 0
+        try:
+            for done, future in enumerate(as_completed(futures), start=1):
+                report = future.result()
+                reports[futures[future]] = report
+                print(
+                    f"[{done}/{len(folders)}] {report.submission}: "
+                    f"{report.total}/{report.max} ({report.seconds:.1f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            stop_everything()
+            raise
+    return [report for report in reports if report is not None]
 
 
 if __name__ == "__main__":

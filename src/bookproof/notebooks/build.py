@@ -8,7 +8,12 @@ The plan is the source of truth. Parsed with a CommonMark parser, it becomes:
   demonstrations and checks that print what the learner's code does);
 - a fenced block whose info string is `python exercise` -> an exercise cell:
   tagged `exercise` in its metadata, opening with the `# YOUR CODE HERE`
-  marker (added if the plan left it out), never run by the tests.
+  marker (added if the plan left it out), never run by the tests;
+- a fenced block whose info string is `python new-file=NAME` -> a code cell
+  that writes the block's text to the file NAME beside the notebook the
+  first time it runs, and leaves the file alone every time after: a learner
+  who runs it again keeps their own work (the way to start over is to delete
+  the file). The tests run it, twice.
 
 Cell ids are a hash of the cell's position and content, and the JSON is
 written with sorted keys, so regenerating an unchanged plan is byte-identical.
@@ -18,15 +23,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import nbformat
 
-__all__ = ["EXERCISE_MARKER", "EXERCISE_TAG", "Cell", "notebook_json", "plan_cells"]
+__all__ = [
+    "EXERCISE_MARKER",
+    "EXERCISE_TAG",
+    "NEW_FILE",
+    "Cell",
+    "new_file_cell",
+    "notebook_json",
+    "plan_cells",
+]
 
 EXERCISE_MARKER = "# YOUR CODE HERE"
 EXERCISE_TAG = "exercise"
+NEW_FILE = "new-file="
+_FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$")
 
 
 @dataclass(frozen=True)
@@ -50,12 +66,18 @@ def plan_cells(plan: str) -> list[Cell]:
         if not info or info[0] != "python":
             continue
         flags = info[1:]
-        if flags not in ([], [EXERCISE_TAG]):
-            raise ValueError(f"line {token.map[0] + 1}: unknown python block flags {flags}")
         start, end = token.map
+        new_file = len(flags) == 1 and flags[0].startswith(NEW_FILE)
+        if flags not in ([], [EXERCISE_TAG]) and not new_file:
+            raise ValueError(f"line {start + 1}: unknown python block flags {flags}")
         _add_prose(cells, "".join(lines[prose_start:start]))
         source = token.content.rstrip("\n")
-        if flags == [EXERCISE_TAG]:
+        if new_file:
+            name = flags[0].removeprefix(NEW_FILE)
+            if not _FILE_NAME.match(name):
+                raise ValueError(f"line {start + 1}: {name!r} is not a plain file name")
+            cells.append(Cell("code", new_file_cell(name, token.content)))
+        elif flags == [EXERCISE_TAG]:
             if EXERCISE_MARKER not in source:
                 source = f"{EXERCISE_MARKER}\n{source}" if source else EXERCISE_MARKER
             cells.append(Cell("exercise", source))
@@ -64,6 +86,33 @@ def plan_cells(plan: str) -> list[Cell]:
         prose_start = end
     _add_prose(cells, "".join(lines[prose_start:]))
     return cells
+
+
+def new_file_cell(name: str, text: str) -> str:
+    """The code of a cell that creates `name` holding `text` once, and never overwrites it."""
+    return "\n".join(
+        [
+            f"# Creates {name} beside this notebook the first time it runs. After that",
+            "# it leaves the file alone, so your own work in it is safe; delete the",
+            "# file to start again from this template.",
+            "from pathlib import Path",
+            "",
+            f"TEMPLATE = {_literal(text)}",
+            f'new_file = Path("{name}")',
+            "if new_file.exists():",
+            '    print(f"{new_file} exists already: this cell leaves it as it is.")',
+            "else:",
+            '    new_file.write_text(TEMPLATE, encoding="utf-8")',
+            '    print(f"wrote {new_file}: open it and go on there.")',
+        ]
+    )
+
+
+def _literal(text: str) -> str:
+    # A triple-quoted literal a learner can read, whenever the text allows one.
+    if "\\" not in text and '"""' not in text and not text.endswith('"'):
+        return '"""\\\n' + text + '"""'
+    return repr(text)
 
 
 def _add_prose(cells: list[Cell], text: str) -> None:

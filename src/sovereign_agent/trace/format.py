@@ -90,7 +90,7 @@ class _Envelope(BaseModel):
 
 class RunStartedEvent(_Envelope):
     event: Literal["run_started"]
-    time: str
+    time_unix_nano: int = Field(ge=0)
     model: str
     request_model: str | None = Field(alias="gen_ai.request.model")
     task: str
@@ -271,11 +271,24 @@ def parse_event(text: str, *, source: str = "<trace>", line: int = 1) -> TraceEv
         shown = json.dumps(data.get("event"))[:40]
         raise TraceFormatError(source, line, f"unknown event kind {shown}")
     try:
-        return _EVENTS.validate_python(data, strict=True)
+        event = _EVENTS.validate_python(data, strict=True)
     except ValidationError as error:
         raise TraceFormatError(
             source, line, f"{data['event']}: {_problem(error, data['event'])}"
         ) from None
+    if isinstance(event, ModelRequestEvent):
+        # A definition stands for the fingerprint it hashes to; one that hashes
+        # to none of those offered was edited, and would explain a change wrongly.
+        offered = set(event.tools.values())
+        for schema in event.definitions:
+            if schema_fingerprint(schema) not in offered:
+                raise TraceFormatError(
+                    source,
+                    line,
+                    "model_request: a tool definition matches none of the fingerprints "
+                    "offered (the line was edited, or is corrupt)",
+                )
+    return event
 
 
 def parse_trace(lines: Iterable[str], *, source: str = "<trace>") -> list[RecordedRun]:

@@ -24,9 +24,7 @@ import os
 import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,13 +45,14 @@ __all__ = [
     "JsonLinesFile",
     "Recorder",
     "Sink",
+    "TraceFile",
     "TraceWriteError",
-    "append_lines",
     "encode_event",
     "holds_secret",
     "recorder_from_env",
     "redact",
     "secrets_from_env",
+    "trace_file",
 ]
 
 TRACE_VARIABLE = "SOVEREIGN_TRACE"
@@ -74,10 +73,13 @@ class TraceWriteError(Exception):
 
 
 def secrets_from_env(environ: Mapping[str, str]) -> tuple[str, ...]:
-    """The values of variables that by their names hold keys, long enough to be one."""
+    """The values of variables that by their names hold keys, long enough to be one.
+
+    Names are matched as the convention writes them, in capitals.
+    """
     # Names first, values only for the few that match: decoding every value of
     # the environment for every run would cost a noticeable part of the run.
-    names = [name for name in environ if name.upper().endswith(_SECRET_SUFFIXES)]
+    names = [name for name in environ if name.endswith(_SECRET_SUFFIXES)]
     values = (environ[name].strip() for name in names)
     return tuple(value for value in values if len(value) >= MIN_SECRET_FRAGMENT)
 
@@ -173,78 +175,107 @@ def encode_event(event: Mapping[str, Any]) -> bytes:
         ) from None
 
 
-# One descriptor per trace file for the whole process. Opening and closing
-# the file for every run cost more than recording the run; like the standard
-# library's WatchedFileHandler, the descriptor is kept, and opened again when
-# the path no longer names the file it points at (deleted, or rotated away).
-_DESCRIPTORS: dict[str, int] = {}
-_CHECKED: dict[str, float] = {}
-_DESCRIPTORS_LOCK = threading.Lock()
+class TraceFile:
+    """One trace file, for the whole process: its open descriptor and the lines not yet written.
 
-
-def _close_descriptors() -> None:
-    with _DESCRIPTORS_LOCK:
-        for descriptor in _DESCRIPTORS.values():
-            os.close(descriptor)
-        _DESCRIPTORS.clear()
-
-
-atexit.register(_close_descriptors)
-
-
-def _descriptor(path: str) -> int:
-    # Called with the lock held.
-    descriptor = _DESCRIPTORS.get(path)
-    now = time.monotonic()
-    if descriptor is not None and now - _CHECKED.get(path, now) >= WRITE_EVERY_S:
-        # Whether the path still names our file, looked at once a second at
-        # most: two system calls per run would cost a noticeable part of it.
-        _CHECKED[path] = now
-        try:
-            current = os.path.samestat(os.fstat(descriptor), os.stat(path))
-        except OSError:
-            current = False
-        if not current:
-            os.close(descriptor)
-            del _DESCRIPTORS[path]
-            descriptor = None
-    if descriptor is None:
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-        descriptor = _DESCRIPTORS[path] = os.open(path, flags, 0o644)
-        _CHECKED[path] = now
-    return descriptor
-
-
-def append_lines(path: str, lines: list[bytes]) -> None:
-    """Append `lines` to the file at `path` (absolute) in one write, and empty the list.
-
-    One write with O_APPEND: the batch lands whole at the end of the file, even
-    when several processes append to the same trace. With no lines, the file
-    is only opened: a path that cannot be written fails now, not at the end.
+    Opening and closing the file for every run cost more than recording the
+    run, so the descriptor is kept, and opened again (as the standard library's
+    WatchedFileHandler does) when the path no longer names the file it points
+    at: deleted, or rotated away. Lines wait here until a sink asks for them to
+    be written; any still waiting when the interpreter exits (an exception
+    escaped a run, say) are written then.
     """
-    data = b"".join(lines)
-    lines.clear()
-    try:
-        with _DESCRIPTORS_LOCK:
-            descriptor = _descriptor(path)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(descriptor, view) :]
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise TraceWriteError(f"{TRACE_VARIABLE}: cannot append to {path}: {reason}") from None
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pending: list[bytes] = []
+        self._lock = threading.Lock()
+        self._descriptor: int | None = None
+        self._checked_at = 0.0
+
+    def _open(self) -> int:
+        # Called with the lock held.
+        now = time.monotonic()
+        if self._descriptor is not None and now - self._checked_at >= WRITE_EVERY_S:
+            # Whether the path still names our file, looked at once a second at
+            # most: two system calls per run would cost a noticeable part of it.
+            self._checked_at = now
+            try:
+                current = os.path.samestat(os.fstat(self._descriptor), os.stat(self.path))
+            except OSError:
+                current = False
+            if not current:
+                os.close(self._descriptor)
+                self._descriptor = None
+        if self._descriptor is None:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            self._descriptor = os.open(self.path, flags, 0o644)
+            self._checked_at = now
+        return self._descriptor
+
+    def open(self) -> None:
+        """Open the file for appending unless it is open: a run learns now that it cannot be."""
+        if self._descriptor is None:
+            self.write()
+
+    def write(self) -> None:
+        """Append every pending line in one write, or just open the file when none waits.
+
+        One write with O_APPEND: a batch lands whole at the end of the file,
+        even when several processes append to the same trace. Opening alone
+        is how a run learns, before it starts, that the file cannot be written.
+        """
+        try:
+            with self._lock:
+                data = b"".join(self.pending)
+                self.pending.clear()
+                view = memoryview(data)
+                descriptor = self._open()
+                while view:
+                    view = view[os.write(descriptor, view) :]
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise TraceWriteError(
+                f"{TRACE_VARIABLE}: cannot append to {self.path}: {reason}"
+            ) from None
+
+    def close(self) -> None:
+        """Write what is still pending, then close; at exit a failure can only go to stderr."""
+        count = len(self.pending)
+        try:
+            if count:
+                self.write()
+        except TraceWriteError as error:
+            print(f"{error} ({count} events not written)", file=sys.stderr)
+        with self._lock:
+            if self._descriptor is not None:
+                os.close(self._descriptor)
+                self._descriptor = None
 
 
-def _write_left_over(path: str, lines: list[bytes]) -> None:
-    # Runs when a sink is dropped or the interpreter exits, where an exception
-    # would reach nobody: say what was lost instead.
-    if not lines:
-        return
-    count = len(lines)
-    try:
-        append_lines(path, lines)
-    except TraceWriteError as error:
-        print(f"{error} ({count} events not written)", file=sys.stderr)
+_TRACE_FILES: dict[str, TraceFile] = {}
+_TRACE_FILES_LOCK = threading.Lock()
+
+
+def trace_file(path: Path) -> TraceFile:
+    """The process's one `TraceFile` for `path`, made the first time it is asked for."""
+    # Absolute now: a later change of directory must not move the trace.
+    where = os.path.abspath(path)
+    with _TRACE_FILES_LOCK:
+        found = _TRACE_FILES.get(where)
+        if found is None:
+            found = _TRACE_FILES[where] = TraceFile(where)
+        return found
+
+
+def _close_trace_files() -> None:
+    with _TRACE_FILES_LOCK:
+        files = list(_TRACE_FILES.values())
+    for file in files:
+        file.close()
+
+
+atexit.register(_close_trace_files)
 
 
 class JsonLinesFile:
@@ -255,8 +286,8 @@ class JsonLinesFile:
     if a second has passed since the last write. Against a real model, whose
     replies take seconds, that is before every request, so the file is never
     behind a run that is waiting on its model, the wait a process is most
-    likely to die in. Lines still pending when the sink is dropped (an
-    exception escaped `run_task`) or when the interpreter exits are written then.
+    likely to die in. Lines left waiting by a run that raised are written with
+    the next batch for the same file, or when the interpreter exits.
     """
 
     def __init__(
@@ -267,33 +298,26 @@ class JsonLinesFile:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
-        # Absolute now: a later change of directory must not move the trace.
-        self._where = os.path.abspath(path)
+        self._file = trace_file(path)
         self._secrets = tuple(secrets)
         self._clock = clock
         self._written_at = clock()
-        self._lines: list[bytes] = []
-        weakref.finalize(self, _write_left_over, self._where, self._lines)
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event["event"]
         if kind == "run_started":
             # Opens the file (once per process): a trace that cannot be written
             # stops the run here, before the model is asked anything.
-            append_lines(self._where, [])
+            self._file.open()
         line = encode_event(event)
         if self._secrets and holds_secret(line, self._secrets):
             line = encode_event(redact(event, self._secrets))
-        self._lines.append(line)
+        self._file.pending.append(line)
         if kind == "run_finished" or (
             kind == "model_request" and self._clock() - self._written_at >= WRITE_EVERY_S
         ):
-            append_lines(self._where, self._lines)
+            self._file.write()
             self._written_at = self._clock()
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _new_run_id() -> str:
@@ -321,8 +345,10 @@ def _fingerprints(tools: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
 class Recorder:
     """Turns what `run_task` tells it into trace events, in order, for one run at a time.
 
-    The clock, the wall clock and the run ids are parameters so that a test,
-    or a chapter's listing, can make a trace that is the same on every run.
+    The clocks and the run ids are parameters so that a test, or a chapter's
+    listing, can make a trace that is the same on every run. Each event is
+    built whole, in one dictionary display, with its fields in the order the
+    format lists them: a run writes a dozen events, and this is its cost.
     """
 
     def __init__(
@@ -330,17 +356,16 @@ class Recorder:
         sink: Sink | None,
         *,
         clock: Callable[[], int] = time.perf_counter_ns,
-        now: Callable[[], datetime] = _utc_now,
+        wall_clock: Callable[[], int] = time.time_ns,
         new_run_id: Callable[[], str] = _new_run_id,
     ) -> None:
         self._sink = sink
         self._clock = clock
-        self._now = now
+        self._wall_clock = wall_clock
         self._new_run_id = new_run_id
         self._run = ""
         self._seq = 0
         self._step = 0
-        self._model_name: str | None = None
         self._offered: dict[str, str] = {}
         self._last_offer: Sequence[dict[str, Any]] | None = None
         self._defined: set[str] = set()
@@ -351,18 +376,9 @@ class Recorder:
     def enabled(self) -> bool:
         return self._sink is not None
 
-    def _emit(self, kind: str, operation: str, fields: dict[str, Any]) -> None:
-        assert self._sink is not None
+    def _next(self) -> int:
         self._seq += 1
-        event = {
-            "v": FORMAT_VERSION,
-            "run": self._run,
-            "seq": self._seq,
-            "event": kind,
-            "gen_ai.operation.name": operation,
-        }
-        event.update(fields)
-        self._sink(event)
+        return self._seq
 
     def run_started(
         self,
@@ -381,16 +397,18 @@ class Recorder:
         self._offered, self._last_offer, self._defined = {}, None, set()
         self._tokens = [None, None]
         name = getattr(model, "model", None)
-        self._model_name = name if isinstance(name, str) else None
-        self._started_ns = self._clock()
         setup = dispatcher.setup
-        self._emit(
-            "run_started",
-            "invoke_agent",
+        self._started_ns = self._clock()
+        self._sink(
             {
-                "time": self._now().isoformat(timespec="milliseconds"),
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "run_started",
+                "gen_ai.operation.name": "invoke_agent",
+                "time_unix_nano": self._wall_clock(),
                 "model": model.label,
-                "gen_ai.request.model": self._model_name,
+                "gen_ai.request.model": name if isinstance(name, str) else None,
                 "task": task,
                 "gen_ai.system_instructions": system,
                 "max_steps": max_steps,
@@ -401,7 +419,7 @@ class Recorder:
                 "setup": None
                 if setup is None
                 else {"factory": setup.factory, "arguments": setup.arguments},
-            },
+            }
         )
 
     def model_request(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> None:
@@ -421,15 +439,18 @@ class Recorder:
                     self._defined.add(fingerprint)
                     definitions.append(schema)
             self._last_offer = tools
-        self._emit(
-            "model_request",
-            "chat",
+        self._sink(
             {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "model_request",
+                "gen_ai.operation.name": "chat",
                 "step": self._step,
                 "messages": len(messages),
                 "tools": self._offered,
                 "gen_ai.tool.definitions": definitions,
-            },
+            }
         )
 
     def model_reply(self, reply: ModelReply) -> None:
@@ -441,10 +462,13 @@ class Recorder:
                 (self._tokens[0] or 0) + usage.input_tokens,
                 (self._tokens[1] or 0) + usage.output_tokens,
             ]
-        self._emit(
-            "model_reply",
-            "chat",
+        self._sink(
             {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "model_reply",
+                "gen_ai.operation.name": "chat",
                 "step": self._step,
                 "gen_ai.response.model": reply.model,
                 "gen_ai.response.finish_reasons": [reply.finish_reason]
@@ -458,22 +482,25 @@ class Recorder:
                     {"id": call.id, "name": call.name, "arguments": call.arguments_json}
                     for call in reply.message.tool_calls
                 ],
-            },
+            }
         )
 
     def tool_call(self, raw: AssistantToolCall) -> None:
         if self._sink is None:
             return
         self._called_ns = self._clock()
-        self._emit(
-            "tool_call",
-            "execute_tool",
+        self._sink(
             {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "tool_call",
+                "gen_ai.operation.name": "execute_tool",
                 "step": self._step,
                 "gen_ai.tool.name": raw.name,
                 "gen_ai.tool.call.id": raw.id,
                 "gen_ai.tool.call.arguments": raw.arguments_json,
-            },
+            }
         )
 
     def tool_outcome(self, raw: AssistantToolCall, outcome: ToolOutcome) -> None:
@@ -481,10 +508,13 @@ class Recorder:
             return
         observation = outcome.observation
         failure = outcome.failure
-        self._emit(
-            "tool_outcome",
-            "execute_tool",
+        self._sink(
             {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "tool_outcome",
+                "gen_ai.operation.name": "execute_tool",
                 "step": self._step,
                 "gen_ai.tool.name": raw.name,
                 "gen_ai.tool.call.id": raw.id,
@@ -501,7 +531,7 @@ class Recorder:
                     {"location": list(problem.location), "kind": problem.kind}
                     for problem in outcome.argument_problems
                 ],
-            },
+            }
         )
 
     def scope_narrowed(self, narrowing: Narrowing) -> None:
@@ -524,10 +554,13 @@ class Recorder:
     def run_finished(self, record: RunRecord) -> None:
         if self._sink is None:
             return
-        self._emit(
-            "run_finished",
-            "invoke_agent",
+        self._sink(
             {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "run_finished",
+                "gen_ai.operation.name": "invoke_agent",
                 "stop_reason": str(record.stop_reason),
                 "steps": record.steps,
                 "answer": record.answer,
@@ -539,7 +572,7 @@ class Recorder:
                 "duration_ns": self._clock() - self._started_ns,
                 "gen_ai.usage.input_tokens": self._tokens[0],
                 "gen_ai.usage.output_tokens": self._tokens[1],
-            },
+            }
         )
 
 

@@ -125,7 +125,7 @@ def load_factory(reference: str) -> Callable[..., Any]:
             spec.loader.exec_module(module)
         else:
             module = importlib.import_module(where)
-    except ImportError as error:
+    except (ImportError, SyntaxError) as error:
         raise ReplaySetupError(f"cannot import {where}: {error}") from None
     factory = getattr(module, name, None)
     if not callable(factory):

@@ -1,358 +1,82 @@
-"""Exercise Book 2: the checks for a submission's `shop_tools.py`.
+"""Exercise Book 2: the checks for a submission's `shop_tools.py` and its mango tests.
 
 The graded interface (exercises/book02/README.md):
 `replenishment_need(row) -> int` and
 `build_tools(shop, prices, *, extra_tools=(), allowed=None)` returning a
-dispatcher with `schemas()` and `invoke(call)`.
+dispatcher with `schemas()` and `invoke(call)`; and the learner's tests,
+`test_book02_mango.py`.
 
-Every expected value below is computed here, from data this module chose,
-with the exercise book's fixed numbers (1,300, 1,400, 9, 1,500 ...) written as
-literals beside randomised extras, so a submission can neither precompute
-an answer nor have its own helper mark itself right.
+A new product is a data change in chapter 2's code already, so Unit A's
+deliverable is tests that pin it with numbers worked out by hand; they are
+graded by the faulty versions of the reference they catch. Everything else
+is graded by behaviour, against numbers computed here from data this module
+chose: chapter 2's fixed figures (1,300, 1,400, 9, 1,500 ...) beside
+randomised extras, so a submission can neither precompute an answer nor have
+its own helper mark itself right.
 """
 
 from __future__ import annotations
 
+import json
 import random
-import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
-from bookproof.grade.checks import (
-    Check,
-    Result,
-    Trial,
+from bookproof.grade import fixtures as fx
+from bookproof.grade.book import JSON, Book, ObjectKind, Surface, Trial
+from bookproof.grade.questions import (
+    Asks,
+    Ref,
     attrs,
     call,
+    expect,
     get,
     let,
     method,
     probe,
     probe_count,
-    ref,
     same,
     set_item,
+    stub,
     tool_call,
     tup,
 )
 
-__all__ = ["BOOK", "CHECKS", "MODULE", "REQUIRED_FILES", "TITLE", "trials"]
+__all__ = ["BOOK"]
 
-BOOK = 2
-TITLE = "Exercise Book 2: reliable shop tools"
-MODULE = "shop_tools"
-REQUIRED_FILES = ("shop_tools.py",)
+BOOK = Book(2, "Exercise Book 2: reliable shop tools", module="shop_tools", chapter="Chapter 2")
 
 # The chapter's sections, by their headings, so feedback sends a learner back
 # to the page that teaches the behaviour a check found missing.
-_CH = "Chapter 2"
-S_MODELS = f"{_CH}, '2.4 The three argument models'"
-S_FUNCTIONS = f"{_CH}, '2.5 Deterministic shop functions'"
-S_TOOL = f"{_CH}, '2.6 The tool record'"
-S_DISPATCHER = f"{_CH}, '2.8 The dispatcher and its order of checks'"
-S_OWN_SHOP = f"{_CH}, '2.9 One dispatcher, its own shop'"
-S_REFUSALS = f"{_CH}, '2.10 Refusals, one by one'"
-S_UNIT_A = f"{_CH}, '2.15 Exercises' (Exercise Book 2, Unit A)"
-S_UNIT_B = f"{_CH}, '2.15 Exercises' (Exercise Book 2, Unit B)"
-
-SUPPLIER = "lucy-local"
-CURRENCY = "GBP"
-SHOP_TOOLS = ["draft_order", "list_stock", "supplier"]
-
-
-def _shop_rows() -> list[dict[str, Any]]:
-    # Chapter 1's snapshot, written out again rather than imported: the grader
-    # must not depend on the book's files a learner might have edited.
-    return [
-        {"sku": "SKU-VANILLA", "name": "Vanilla", "on_hand": 2, "reorder_point": 8},
-        {"sku": "SKU-CHOCOLATE", "name": "Chocolate", "on_hand": 7, "reorder_point": 6},
-        {"sku": "SKU-STRAWBERRY", "name": "Strawberry", "on_hand": 1, "reorder_point": 5},
-    ]
-
-
-def _prices() -> dict[str, int]:
-    return {"SKU-VANILLA": 250, "SKU-CHOCOLATE": 300, "SKU-STRAWBERRY": 275}
-
+S_MODELS = BOOK.section("2.4 The three argument models")
+S_FUNCTIONS = BOOK.section("2.5 Deterministic shop functions")
+S_TOOL = BOOK.section("2.6 The tool record")
+S_DISPATCHER = BOOK.section("2.8 The dispatcher and its order of checks")
+S_OWN_SHOP = BOOK.section("2.9 One dispatcher, its own shop")
+S_REFUSALS = BOOK.section("2.10 Refusals, one by one")
+S_UNIT_A = BOOK.section("2.15 Exercises") + " (Exercise Book 2, Unit A)"
+S_UNIT_B = BOOK.section("2.15 Exercises") + " (Exercise Book 2, Unit B)"
 
 MANGO = {"sku": "SKU-MANGO", "name": "Mango", "on_hand": 1, "reorder_point": 5}
-
-CHECKS: tuple[Check, ...] = (
-    Check(
-        "imports",
-        1,
-        "chapter 2",
-        "shop_tools.py imports and defines build_tools and replenishment_need.",
-        "shop_tools.py must import cleanly and define build_tools and replenishment_need.",
-        S_OWN_SHOP,
-    ),
-    Check(
-        "ch2_stock_report",
-        1,
-        "chapter 2",
-        "list_stock reports every row with its need, sorted by sku.",
-        "list_stock must return every row with its `needed`, sorted by sku.",
-        S_FUNCTIONS,
-    ),
-    Check(
-        "ch2_vanilla_draft",
-        1,
-        "chapter 2",
-        "The 6-tub vanilla draft costs 1,500 pence and leaves stock at 2.",
-        "The 6-tub vanilla draft must cost 1,500 pence, say DRAFT and leave stock at 2.",
-        S_FUNCTIONS,
-    ),
-    Check(
-        "ch2_strict_arguments",
-        1,
-        "chapter 2",
-        "True, '6', 6.0, 0, 1001 and an extra key are all refused as invalid_arguments.",
-        "Strict argument models must refuse True, '6', 6.0, 0, 1001 and extra keys.",
-        S_MODELS,
-    ),
-    Check(
-        "ch2_unknown_tool",
-        1,
-        "chapter 2",
-        "An unknown tool such as run_shell is refused as tool_not_allowed.",
-        "A name the dispatcher does not know must get {'ok': False, 'error': 'tool_not_allowed'}.",
-        S_DISPATCHER,
-    ),
-    Check(
-        "ch2_business_refusals",
-        1,
-        "chapter 2",
-        "Unknown skus, a wrong quantity and changed stock all fail as tool_failed.",
-        "Unknown skus and quantities that differ from the current need must fail as tool_failed.",
-        S_REFUSALS,
-    ),
-    Check(
-        "ch2_read_only",
-        1,
-        "chapter 2",
-        "A dispatcher whose allowlist omits draft_order neither shows nor runs it.",
-        "`allowed` must limit both schemas() and invoke(): an omitted tool is refused.",
-        S_DISPATCHER,
-    ),
-    Check(
-        "ch2_own_copy",
-        1,
-        "chapter 2",
-        "Each dispatcher works on its own copy of the shop's rows.",
-        "build_tools must copy the rows: the caller's shop must neither change nor leak in.",
-        S_OWN_SHOP,
-    ),
-    Check(
-        "ch2_schemas",
-        1,
-        "chapter 2",
-        "schemas() lists the three shop tools, sorted by name, as function schemas.",
-        "schemas() must return the allowed tools' function schemas sorted by name.",
-        S_TOOL,
-    ),
-    Check(
-        "ex1_mango_1300",
-        2,
-        "exercise 1",
-        "Mango at 325 pence: the 4-tub draft costs 1,300 and stock stays at 1.",
-        "With mango at 325 pence the 4-tub draft must cost 1,300 and stock must stay at 1.",
-        S_UNIT_A,
-    ),
-    Check(
-        "ex1_mango_1400",
-        1,
-        "exercise 1",
-        "Mango at 350 pence costs 1,400 with the same schemas: a data change only.",
-        "A price change to 350 must give 1,400 with schemas() unchanged.",
-        S_UNIT_A,
-    ),
-    Check(
-        "ex1_missing_price",
-        2,
-        "exercise 1",
-        "A product with no price fails visibly instead of borrowing or inventing one.",
-        "When mango has no price, supplier and draft_order must fail, never use another price.",
-        S_UNIT_A,
-    ),
-    Check(
-        "ex1_data_change",
-        1,
-        "exercise 1",
-        "A new product given only as data is reported, quoted and drafted correctly.",
-        "A product added only to `shop` and `prices` must work through all three tools.",
-        S_UNIT_A,
-    ),
-    Check(
-        "ex1_duplicate_sku",
-        1,
-        "exercise 1",
-        "Two rows with the same sku are refused with ValueError at construction.",
-        "build_tools must raise ValueError when two rows share a sku.",
-        S_UNIT_A,
-    ),
-    Check(
-        "ex2_need_reserved",
-        2,
-        "exercise 2",
-        "replenishment_need counts reserved tubs: vanilla 2 on hand, target 8, reserved 3 needs 9.",
-        "replenishment_need must be max(0, reorder_point - on_hand + reserved).",
-        S_UNIT_B,
-    ),
-    Check(
-        "ex2_reserved_absent",
-        1,
-        "exercise 2",
-        "A row without `reserved` counts it as 0.",
-        "A row with no `reserved` key must count it as 0, not fail.",
-        S_UNIT_B,
-    ),
-    Check(
-        "ex2_above_target",
-        1,
-        "exercise 2",
-        "Stock above target needs 0, never a negative number.",
-        "A row above its target (after reservations) must need 0, never a negative number.",
-        S_UNIT_B,
-    ),
-    Check(
-        "ex2_report_reserved",
-        1,
-        "exercise 2",
-        "list_stock's `needed` includes reserved tubs.",
-        "list_stock must compute `needed` with replenishment_need, reserved tubs included.",
-        S_UNIT_B,
-    ),
-    Check(
-        "ex2_draft_reserved",
-        2,
-        "exercise 2",
-        "With 3 vanilla reserved the 9-tub draft passes and the 6-tub draft fails.",
-        "draft_order must check the quantity against replenishment_need, reserved included.",
-        S_UNIT_B,
-    ),
-    Check(
-        "ex3_probe_hidden",
-        1,
-        "exercise 3",
-        "A tool given in extra_tools but not allowed has no schema.",
-        "With allowed=None, schemas() must list the three shop tools only, not extra_tools.",
-        S_UNIT_B,
-    ),
-    Check(
-        "ex3_probe_refused",
-        2,
-        "exercise 3",
-        "A hand-made request for the forbidden probe is refused and its handler never runs.",
-        "An extra tool outside `allowed` must be refused as tool_not_allowed, unrun.",
-        S_UNIT_B,
-    ),
-    Check(
-        "ex3_probe_allowed",
-        1,
-        "exercise 3",
-        "Naming the probe in `allowed` gives it a schema and makes it callable.",
-        "A tool in extra_tools and named in `allowed` must appear in schemas() and run.",
-        S_UNIT_B,
-    ),
-    Check(
-        "ex3_duplicate_tool",
-        1,
-        "exercise 3",
-        "A duplicate tool name is refused with ValueError at construction.",
-        "build_tools must raise ValueError when an extra tool reuses a tool name.",
-        S_UNIT_B,
-    ),
-)
+SHOP_TOOLS = list(fx.SHOP_TOOLS)
 
 
-# --- helpers ---------------------------------------------------------------
+# --- helpers -----------------------------------------------------------------------
 
 
-def _need(row: Mapping[str, Any]) -> int:
-    # The grader's own arithmetic; it never asks the submission's function.
-    return max(0, row["reorder_point"] - row["on_hand"] + row.get("reserved", 0))
+def _calls(rng: random.Random) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
+    """Hand-made requests under random ids, so an answer recorded in one run is useless later."""
+
+    def make(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return tool_call(fx.call_id(rng), name, arguments)
+
+    return make
 
 
-def _token(rng: random.Random, n: int = 8) -> str:
-    return "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(n))
-
-
-def _sku(rng: random.Random) -> str:
-    return "SKU-" + "".join(rng.choice(string.ascii_uppercase) for _ in range(7))
-
-
-def _extra_product(rng: random.Random, *, reserved: bool = False) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "sku": _sku(rng),
-        "name": "Flavour " + _token(rng, 4),
-        "on_hand": rng.randint(0, 12),
-        "reorder_point": rng.randint(13, 30),
-    }
-    if reserved:
-        row["reserved"] = rng.randint(0, 6)
-    return row
-
-
-def _shop(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"name": "Lucy's Ice Cream", "products": rows}
-
-
-class _Calls:
-    """Random call ids, so an answer recorded from one run is useless in the next."""
-
-    def __init__(self, rng: random.Random) -> None:
-        self._rng = rng
-
-    def __call__(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return tool_call("call-" + _token(self._rng, 12), name, arguments)
-
-
-def _draft_value(sku: str, quantity: int, unit: int) -> dict[str, Any]:
-    return {
-        "currency": CURRENCY,
-        "quantity": quantity,
-        "sku": sku,
-        "status": "DRAFT",
-        "supplier": SUPPLIER,
-        "total_pence": quantity * unit,
-        "unit_cost_pence": unit,
-    }
-
-
-def _quote(sku: str, unit: int) -> dict[str, Any]:
-    return {"currency": CURRENCY, "sku": sku, "supplier": SUPPLIER, "unit_cost_pence": unit}
-
-
-def _ok(value: Any) -> dict[str, Any]:
-    return {"ok": True, "value": value}
-
-
-def _refused(error: str) -> dict[str, Any]:
-    return {"ok": False, "error": error}
-
-
-def _report_view(value: Any) -> list[list[Any]] | None:
-    """The columns a stock report is graded on; extra columns a learner adds are fine."""
-    if not (isinstance(value, dict) and value.get("ok") is True):
-        return None
-    rows = value.get("value")
-    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        return None
-    keys = ("sku", "on_hand", "reorder_point", "needed")
-    if not all(all(k in r for k in keys) for r in rows):
-        return None
-    return [[r[k] for k in keys] for r in rows]
-
-
-def _expected_report(rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
-    return sorted(
-        ([r["sku"], r["on_hand"], r["reorder_point"], _need(r)] for r in rows),
-        key=lambda item: item[0],
-    )
-
-
-def _report_is(expected: list[list[Any]], value: Any, sku: str | None = None) -> bool:
+def _report_is(expected: list[list[Any]], observation: Any, sku: str | None = None) -> bool:
     """Type-strict: a need of True is not a need of 1, nor 6.0 a need of 6."""
-    view = _report_view(value)
+    view = fx.report_view(observation)
     if view is None:
         return False
     if sku is not None:
@@ -360,635 +84,711 @@ def _report_is(expected: list[list[Any]], value: Any, sku: str | None = None) ->
     return same(expected, view)
 
 
-def _schema_names(value: Any) -> list[str] | None:
-    if not isinstance(value, list):
-        return None
-    names: list[str] = []
-    for schema in value:
-        function = schema.get("function") if isinstance(schema, dict) else None
-        if not (
-            isinstance(schema, dict)
-            and schema.get("type") == "function"
-            and isinstance(function, dict)
-            and isinstance(function.get("name"), str)
-            and isinstance(function.get("description"), str)
-            and isinstance(function.get("parameters"), dict)
-        ):
-            return None
-        names.append(function["name"])
-    return names
-
-
-def _all_same(pairs: Sequence[tuple[Any, Result]]) -> bool:
-    return all(r.status == "returned" and same(expected, r.value) for expected, r in pairs)
-
-
-def _when(condition: bool, reason: str) -> str | None:
-    return None if condition else reason
-
-
-# --- the trials ------------------------------------------------------------
-
-
-def trials(rng: random.Random) -> dict[str, Trial]:
-    """One trial per check, with fresh random data for this run."""
-    tc = _Calls(rng)
-    made: dict[str, Trial] = {}
-    builders: dict[str, Callable[[random.Random, _Calls], Trial]] = {
-        "imports": _imports,
-        "ch2_stock_report": _ch2_stock_report,
-        "ch2_vanilla_draft": _ch2_vanilla_draft,
-        "ch2_strict_arguments": _ch2_strict_arguments,
-        "ch2_unknown_tool": _ch2_unknown_tool,
-        "ch2_business_refusals": _ch2_business_refusals,
-        "ch2_read_only": _ch2_read_only,
-        "ch2_own_copy": _ch2_own_copy,
-        "ch2_schemas": _ch2_schemas,
-        "ex1_mango_1300": _ex1_mango_1300,
-        "ex1_mango_1400": _ex1_mango_1400,
-        "ex1_missing_price": _ex1_missing_price,
-        "ex1_data_change": _ex1_data_change,
-        "ex1_duplicate_sku": _ex1_duplicate_sku,
-        "ex2_need_reserved": _ex2_need_reserved,
-        "ex2_reserved_absent": _ex2_reserved_absent,
-        "ex2_above_target": _ex2_above_target,
-        "ex2_report_reserved": _ex2_report_reserved,
-        "ex2_draft_reserved": _ex2_draft_reserved,
-        "ex3_probe_hidden": _ex3_probe_hidden,
-        "ex3_probe_refused": _ex3_probe_refused,
-        "ex3_probe_allowed": _ex3_probe_allowed,
-        "ex3_duplicate_tool": _ex3_duplicate_tool,
-    }
-    for check in CHECKS:
-        made[check.id] = builders[check.id](rng, tc)
-    return made
-
-
-def _imports(rng: random.Random, tc: _Calls) -> Trial:
-    def judge(results: Sequence[Result]) -> str | None:
-        (found,) = results
-        expected = {"build_tools": True, "replenishment_need": True}
-        return _when(_all_same([(expected, found)]), "A required function is missing.")
-
-    return Trial((attrs("build_tools", "replenishment_need"),), judge)
-
-
-def _ch2_stock_report(rng: random.Random, tc: _Calls) -> Trial:
-    extra = _extra_product(rng)
-    rows = [*_shop_rows(), extra]
-    rng.shuffle(rows)  # the report sorts by sku, whatever order the shop keeps
-    prices = _prices() | {extra["sku"]: rng.randint(100, 999)}
-    expected = _expected_report(rows)
-
-    def judge(results: Sequence[Result]) -> str | None:
-        _, report = results
-        return _when(_report_is(expected, report.value), "The stock report is not right.")
-
-    return Trial(
-        (
-            call("build_tools", _shop(rows), prices, save="d"),
-            method("d", "invoke", tc("list_stock", {})),
-        ),
-        judge,
-    )
-
-
-def _ch2_vanilla_draft(rng: random.Random, tc: _Calls) -> Trial:
-    rows = _shop_rows()
-    expected_draft = _ok(_draft_value("SKU-VANILLA", 6, 250))
-    assert expected_draft["value"]["total_pence"] == 1500
-
-    def judge(results: Sequence[Result]) -> str | None:
-        _, draft, report = results
-        if not _all_same([(expected_draft, draft)]):
-            return "The vanilla draft is not the 1,500-pence DRAFT for 6 tubs."
-        return _when(
-            _report_is([["SKU-VANILLA", 2, 8, 6]], report.value, "SKU-VANILLA"),
-            "Drafting changed the stock.",
-        )
-
-    return Trial(
-        (
-            call("build_tools", _shop(rows), _prices(), save="d"),
-            method("d", "invoke", tc("draft_order", {"sku": "SKU-VANILLA", "quantity": 6})),
-            method("d", "invoke", tc("list_stock", {})),
-        ),
-        judge,
-    )
-
-
-def _ch2_strict_arguments(rng: random.Random, tc: _Calls) -> Trial:
-    bad: list[tuple[str, dict[str, Any]]] = [
-        ("draft_order", {"sku": "SKU-VANILLA", "quantity": True}),
-        ("draft_order", {"sku": "SKU-VANILLA", "quantity": "6"}),
-        ("draft_order", {"sku": "SKU-VANILLA", "quantity": 6.0}),
-        ("draft_order", {"sku": "SKU-VANILLA", "quantity": 0}),
-        ("draft_order", {"sku": "SKU-VANILLA", "quantity": 1001}),
-        ("draft_order", {"sku": "SKU-VANILLA", "quantity": 6, "approved": True}),
-        ("draft_order", {"sku": "SKU-VANILLA"}),
-        ("supplier", {"sku": rng.randint(1, 99)}),
-        ("list_stock", {_token(rng, 5): 1}),
-    ]
-    refusal = _refused("invalid_arguments")
-
-    def judge(results: Sequence[Result]) -> str | None:
-        return _when(
-            _all_same([(refusal, r) for r in results[1:]]),
-            "At least one malformed argument was accepted or coerced.",
-        )
-
-    steps = [call("build_tools", _shop(_shop_rows()), _prices(), save="d")]
-    steps += [method("d", "invoke", tc(name, arguments)) for name, arguments in bad]
-    return Trial(tuple(steps), judge)
-
-
-def _ch2_unknown_tool(rng: random.Random, tc: _Calls) -> Trial:
-    refusal = _refused("tool_not_allowed")
-
-    def judge(results: Sequence[Result]) -> str | None:
-        return _when(_all_same([(refusal, r) for r in results[1:]]), "An unknown tool ran.")
-
-    return Trial(
-        (
-            call("build_tools", _shop(_shop_rows()), _prices(), save="d"),
-            method("d", "invoke", tc("run_shell", {"command": "ls"})),
-            method("d", "invoke", tc("tool_" + _token(rng), {})),
-        ),
-        judge,
-    )
-
-
-def _ch2_business_refusals(rng: random.Random, tc: _Calls) -> Trial:
-    unknown = _sku(rng)
-    moved = _shop_rows()
-    moved[0]["on_hand"] = 9  # a delivery: vanilla now above target, so the old 6 is stale
-    failed = _refused("tool_failed")
-
-    def judge(results: Sequence[Result]) -> str | None:
-        return _when(
-            _all_same([(failed, results[i]) for i in (1, 2, 3, 5)]),
-            "A request that contradicts the shop's data was not refused as tool_failed.",
-        )
-
-    return Trial(
-        (
-            call("build_tools", _shop(_shop_rows()), _prices(), save="d"),
-            method("d", "invoke", tc("supplier", {"sku": unknown})),
-            method("d", "invoke", tc("draft_order", {"sku": unknown, "quantity": 1})),
-            method("d", "invoke", tc("draft_order", {"sku": "SKU-VANILLA", "quantity": 8})),
-            call("build_tools", _shop(moved), _prices(), save="after_delivery"),
-            method(
-                "after_delivery", "invoke", tc("draft_order", {"sku": "SKU-VANILLA", "quantity": 6})
-            ),
-        ),
-        judge,
-    )
-
-
-def _ch2_read_only(rng: random.Random, tc: _Calls) -> Trial:
-    refusal = _refused("tool_not_allowed")
-    quote = _ok(_quote("SKU-CHOCOLATE", 300))
-
-    def judge(results: Sequence[Result]) -> str | None:
-        _, schemas, draft, supplier = results
-        if _schema_names(schemas.value) != ["list_stock", "supplier"]:
-            return "schemas() should list only list_stock and supplier here."
-        return _when(
-            _all_same([(refusal, draft), (quote, supplier)]),
-            "The omitted draft_order ran, or an allowed tool was refused.",
-        )
-
-    return Trial(
-        (
-            call(
-                "build_tools",
-                _shop(_shop_rows()),
-                _prices(),
-                allowed=["supplier", "list_stock"],
-                save="d",
-            ),
-            method("d", "schemas"),
-            method("d", "invoke", tc("draft_order", {"sku": "SKU-VANILLA", "quantity": 6})),
-            method("d", "invoke", tc("supplier", {"sku": "SKU-CHOCOLATE"})),
-        ),
-        judge,
-    )
-
-
-def _ch2_own_copy(rng: random.Random, tc: _Calls) -> Trial:
-    rows = _shop_rows()
-    original = _shop(rows)
-    later = rng.randint(9, 40)
-
-    def judge(results: Sequence[Result]) -> str | None:
-        _, _, _, report, shop_after = results
-        if not _report_is([["SKU-VANILLA", 2, 8, 6]], report.value, "SKU-VANILLA"):
-            return "A change to the caller's shop after build_tools reached the dispatcher."
-        expected_shop = _shop(_shop_rows())
-        expected_shop["products"][0]["on_hand"] = later
-        return _when(
-            shop_after.status == "returned" and same(expected_shop, shop_after.value),
-            "The dispatcher changed the caller's shop.",
-        )
-
-    return Trial(
-        (
-            let("shop", original),
-            call("build_tools", ref("shop"), _prices(), save="d"),
-            # The caller's own data changes after construction; a copy must not see it.
-            set_item("shop", ["products", 0, "on_hand"], later),
-            method("d", "invoke", tc("list_stock", {})),
-            get("shop"),
-        ),
-        judge,
-    )
-
-
-def _ch2_schemas(rng: random.Random, tc: _Calls) -> Trial:
-    def judge(results: Sequence[Result]) -> str | None:
-        _, schemas = results
-        if _schema_names(schemas.value) != SHOP_TOOLS:
-            return "Expected draft_order, list_stock, supplier, in that order."
-        draft = schemas.value[0]["function"]["parameters"]
-        properties = draft.get("properties")
-        return _when(
-            isinstance(properties, dict)
-            and sorted(properties) == ["quantity", "sku"]
-            and draft.get("additionalProperties") is False,
-            "draft_order's parameters should be sku and quantity, extra keys forbidden.",
-        )
-
-    return Trial(
-        (call("build_tools", _shop(_shop_rows()), _prices(), save="d"), method("d", "schemas")),
-        judge,
-    )
-
-
 def _mango_shop() -> dict[str, Any]:
-    return _shop([*_shop_rows(), dict(MANGO)])
+    return fx.shop([*fx.shop_rows(), dict(MANGO)])
 
 
-def _ex1_mango_1300(rng: random.Random, tc: _Calls) -> Trial:
-    expected = _ok(_draft_value("SKU-MANGO", 4, 325))
-    quote = _ok(_quote("SKU-MANGO", 325))
+def _dispatcher(shop: dict[str, Any], prices: dict[str, int], **options: Any) -> Asks[Ref]:
+    """Build a dispatcher in the child and hand back its Ref."""
+    kept: Ref = yield call("build_tools", shop, prices, keep=True, **options)
+    return kept
 
-    def judge(results: Sequence[Result]) -> str | None:
-        _, draft, supplier, report = results
-        if not (draft.status == "returned" and same(expected, draft.value)):
-            return "Expected a DRAFT of 4 mango tubs at 325 pence: 1,300 pence in all."
-        if not same(quote, supplier.value):
-            return "supplier should quote mango at 325 pence."
-        return _when(
-            _report_is([["SKU-MANGO", 1, 5, 4]], report.value, "SKU-MANGO"),
-            "Mango stock should stay at 1, need 4.",
-        )
 
-    return Trial(
-        (
-            call("build_tools", _mango_shop(), _prices() | {"SKU-MANGO": 325}, save="d"),
-            method("d", "invoke", tc("draft_order", {"sku": "SKU-MANGO", "quantity": 4})),
-            method("d", "invoke", tc("supplier", {"sku": "SKU-MANGO"})),
-            method("d", "invoke", tc("list_stock", {})),
-        ),
-        judge,
+def _invoke(d: Ref, request: dict[str, Any]) -> Any:
+    return method(d, "invoke", request)
+
+
+# --- chapter 2, as the starter already has it -----------------------------------------
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_OWN_SHOP,
+    asks="shop_tools.py imports and defines build_tools and replenishment_need.",
+    hint="shop_tools.py must import cleanly and define build_tools and replenishment_need.",
+)
+def imports(rng: random.Random) -> Trial:
+    found = yield attrs("build_tools", "replenishment_need")
+    return expect(
+        same({"build_tools": True, "replenishment_need": True}, found),
+        "A required function is missing.",
     )
 
 
-def _ex1_mango_1400(rng: random.Random, tc: _Calls) -> Trial:
-    expected = _ok(_draft_value("SKU-MANGO", 4, 350))
+@BOOK.baseline(
+    points=1,
+    section=S_FUNCTIONS,
+    asks="list_stock reports every row with its need, sorted by sku.",
+    hint="list_stock must return every row with its `needed`, sorted by sku.",
+)
+def ch2_stock_report(rng: random.Random) -> Trial:
+    extra = fx.extra_product(rng)
+    rows = [*fx.shop_rows(), extra]
+    rng.shuffle(rows)  # the report sorts by sku, whatever order the shop keeps
+    prices = fx.prices() | {extra["sku"]: rng.randint(100, 999)}
+    d = yield from _dispatcher(fx.shop(rows), prices)
+    report = yield _invoke(d, _calls(rng)("list_stock", {}))
+    return expect(_report_is(fx.expected_report(rows), report), "The stock report is not right.")
 
-    def judge(results: Sequence[Result]) -> str | None:
-        _, _, before, draft, after = results
-        if not (draft.status == "returned" and same(expected, draft.value)):
-            return "Expected 4 mango tubs at 350 pence: 1,400 pence in all."
-        return _when(
-            before.status == "returned"
-            and after.status == "returned"
-            and _schema_names(before.value) is not None
-            and same(before.value, after.value),
-            "Changing a price changed schemas(): prices must stay data, not schema.",
-        )
 
-    return Trial(
-        (
-            call("build_tools", _mango_shop(), _prices() | {"SKU-MANGO": 325}, save="old"),
-            call("build_tools", _mango_shop(), _prices() | {"SKU-MANGO": 350}, save="d"),
-            method("old", "schemas"),
-            method("d", "invoke", tc("draft_order", {"sku": "SKU-MANGO", "quantity": 4})),
-            method("d", "schemas"),
-        ),
-        judge,
+@BOOK.baseline(
+    points=1,
+    section=S_FUNCTIONS,
+    asks="The 6-tub vanilla draft costs 1,500 pence and leaves stock at 2.",
+    hint="The 6-tub vanilla draft must cost 1,500 pence, say DRAFT and leave stock at 2.",
+)
+def ch2_vanilla_draft(rng: random.Random) -> Trial:
+    tc = _calls(rng)
+    d = yield from _dispatcher(fx.shop(), fx.prices())
+    draft = yield _invoke(d, tc("draft_order", {"sku": fx.VANILLA, "quantity": 6}))
+    report = yield _invoke(d, tc("list_stock", {}))
+    if not same(fx.ok(fx.draft(fx.VANILLA, 6, 250)), draft):
+        return "The vanilla draft is not the 1,500-pence DRAFT for 6 tubs."
+    return expect(
+        _report_is([[fx.VANILLA, 2, 8, 6]], report, fx.VANILLA), "Drafting changed the stock."
     )
 
 
-def _ex1_missing_price(rng: random.Random, tc: _Calls) -> Trial:
-    def judge(results: Sequence[Result]) -> str | None:
-        _, supplier, draft, vanilla = results
-        for result in (supplier, draft):
-            value = result.value
-            if not (result.status == "returned" and isinstance(value, dict)):
-                return "The request should come back as a refusal, not break the dispatcher."
-            if value.get("ok") is not False:
-                return "Mango has no price, yet a quote or draft came back with one."
-        return _when(
-            same(_ok(_draft_value("SKU-VANILLA", 6, 250)), vanilla.value),
-            "The products that do have prices should still draft normally.",
-        )
+@BOOK.baseline(
+    points=1,
+    section=S_MODELS,
+    asks="True, '6', 6.0, 0, 1001 and an extra key are all refused as invalid_arguments.",
+    hint="Strict argument models must refuse True, '6', 6.0, 0, 1001 and extra keys.",
+)
+def ch2_strict_arguments(rng: random.Random) -> Trial:
+    tc = _calls(rng)
+    bad: list[tuple[str, dict[str, Any]]] = [
+        ("draft_order", {"sku": fx.VANILLA, "quantity": True}),
+        ("draft_order", {"sku": fx.VANILLA, "quantity": "6"}),
+        ("draft_order", {"sku": fx.VANILLA, "quantity": 6.0}),
+        ("draft_order", {"sku": fx.VANILLA, "quantity": 0}),
+        ("draft_order", {"sku": fx.VANILLA, "quantity": 1001}),
+        ("draft_order", {"sku": fx.VANILLA, "quantity": 6, "approved": True}),
+        ("draft_order", {"sku": fx.VANILLA}),
+        ("supplier", {"sku": rng.randint(1, 99)}),
+        ("list_stock", {fx.token(rng, 5): 1}),
+    ]
+    d = yield from _dispatcher(fx.shop(), fx.prices())
+    for name, arguments in bad:
+        answer = yield _invoke(d, tc(name, arguments))
+        if not same(fx.refused("invalid_arguments"), answer):
+            return "At least one malformed argument was accepted or coerced."
+    return None
 
-    return Trial(
-        (
-            call("build_tools", _mango_shop(), _prices(), save="d"),
-            method("d", "invoke", tc("supplier", {"sku": "SKU-MANGO"})),
-            method("d", "invoke", tc("draft_order", {"sku": "SKU-MANGO", "quantity": 4})),
-            method("d", "invoke", tc("draft_order", {"sku": "SKU-VANILLA", "quantity": 6})),
-        ),
-        judge,
+
+@BOOK.baseline(
+    points=1,
+    section=S_DISPATCHER,
+    asks="An unknown tool such as run_shell is refused as tool_not_allowed.",
+    hint="A name the dispatcher does not know must get {'ok': False, 'error': 'tool_not_allowed'}.",
+)
+def ch2_unknown_tool(rng: random.Random) -> Trial:
+    tc = _calls(rng)
+    d = yield from _dispatcher(fx.shop(), fx.prices())
+    shell = yield _invoke(d, tc("run_shell", {"command": "ls"}))
+    other = yield _invoke(d, tc("tool_" + fx.token(rng), {}))
+    refusal = fx.refused("tool_not_allowed")
+    return expect(same(refusal, shell) and same(refusal, other), "An unknown tool ran.")
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_REFUSALS,
+    asks="Unknown skus, a wrong quantity and changed stock all fail as tool_failed.",
+    hint="Unknown skus and quantities that differ from the current need must fail as tool_failed.",
+)
+def ch2_business_refusals(rng: random.Random) -> Trial:
+    tc = _calls(rng)
+    unknown = fx.sku(rng)
+    moved = fx.shop_rows()
+    moved[0]["on_hand"] = 9  # a delivery: vanilla now above target, so the old 6 is stale
+    d = yield from _dispatcher(fx.shop(), fx.prices())
+    answers = [
+        (yield _invoke(d, tc("supplier", {"sku": unknown}))),
+        (yield _invoke(d, tc("draft_order", {"sku": unknown, "quantity": 1}))),
+        (yield _invoke(d, tc("draft_order", {"sku": fx.VANILLA, "quantity": 8}))),
+    ]
+    after = yield from _dispatcher(fx.shop(moved), fx.prices())
+    answers.append((yield _invoke(after, tc("draft_order", {"sku": fx.VANILLA, "quantity": 6}))))
+    return expect(
+        all(same(fx.refused("tool_failed"), answer) for answer in answers),
+        "A request that contradicts the shop's data was not refused as tool_failed.",
     )
 
 
-def _ex1_data_change(rng: random.Random, tc: _Calls) -> Trial:
-    new = _extra_product(rng)
+@BOOK.baseline(
+    points=1,
+    section=S_DISPATCHER,
+    asks="A dispatcher whose allowlist omits draft_order neither shows nor runs it.",
+    hint="`allowed` must limit both schemas() and invoke(): an omitted tool is refused.",
+)
+def ch2_read_only(rng: random.Random) -> Trial:
+    tc = _calls(rng)
+    d = yield from _dispatcher(fx.shop(), fx.prices(), allowed=["supplier", "list_stock"])
+    schemas = yield method(d, "schemas")
+    draft = yield _invoke(d, tc("draft_order", {"sku": fx.VANILLA, "quantity": 6}))
+    quote = yield _invoke(d, tc("supplier", {"sku": fx.CHOCOLATE}))
+    if fx.schema_names(schemas) != ["list_stock", "supplier"]:
+        return "schemas() should list only list_stock and supplier here."
+    return expect(
+        same(fx.refused("tool_not_allowed"), draft)
+        and same(fx.ok(fx.quote(fx.CHOCOLATE, 300)), quote),
+        "The omitted draft_order ran, or an allowed tool was refused.",
+    )
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_OWN_SHOP,
+    asks="Each dispatcher works on its own copy of the shop's rows.",
+    hint="build_tools must copy the rows: the caller's shop must neither change nor leak in.",
+)
+def ch2_own_copy(rng: random.Random) -> Trial:
+    later = rng.randint(9, 40)
+    shop = yield let(fx.shop())
+    d = yield call("build_tools", shop, fx.prices(), keep=True)
+    # The caller's own data changes after construction; a copy must not see it.
+    yield set_item(shop, ["products", 0, "on_hand"], later)
+    report = yield _invoke(d, _calls(rng)("list_stock", {}))
+    after = yield get(shop)
+    if not _report_is([[fx.VANILLA, 2, 8, 6]], report, fx.VANILLA):
+        return "A change to the caller's shop after build_tools reached the dispatcher."
+    expected = fx.shop()
+    expected["products"][0]["on_hand"] = later
+    return expect(same(expected, after), "The dispatcher changed the caller's shop.")
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_TOOL,
+    asks="schemas() lists the three shop tools, sorted by name, as function schemas.",
+    hint="schemas() must return the allowed tools' function schemas sorted by name.",
+)
+def ch2_schemas(rng: random.Random) -> Trial:
+    d = yield from _dispatcher(fx.shop(), fx.prices())
+    schemas = yield method(d, "schemas")
+    if fx.schema_names(schemas) != SHOP_TOOLS:
+        return "Expected draft_order, list_stock, supplier, in that order."
+    draft = schemas[0]["function"]["parameters"]
+    properties = draft.get("properties")
+    return expect(
+        isinstance(properties, dict)
+        and sorted(properties) == ["quantity", "sku"]
+        and draft.get("additionalProperties") is False,
+        "draft_order's parameters should be sku and quantity, extra keys forbidden.",
+    )
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_FUNCTIONS,
+    asks="A new product given only as data (mango at 325 pence, and one the grader invents) "
+    "is reported, quoted and drafted correctly.",
+    hint="A product added only to `shop` and `prices` must work through all three tools.",
+)
+def ch2_new_product(rng: random.Random) -> Trial:
+    tc = _calls(rng)
+    mango = yield from _dispatcher(_mango_shop(), fx.prices() | {"SKU-MANGO": 325})
+    draft = yield _invoke(mango, tc("draft_order", {"sku": "SKU-MANGO", "quantity": 4}))
+    mango_report = yield _invoke(mango, tc("list_stock", {}))
+    if not same(fx.ok(fx.draft("SKU-MANGO", 4, 325)), draft):
+        return "Expected a DRAFT of 4 mango tubs at 325 pence: 1,300 pence in all."
+    if not _report_is([["SKU-MANGO", 1, 5, 4]], mango_report, "SKU-MANGO"):
+        return "Mango stock should stay at 1, need 4."
+    new = fx.extra_product(rng)
     unit = rng.randint(101, 999)
-    rows = [*_shop_rows(), new]
-    prices = _prices() | {new["sku"]: unit}
-    need = _need(new)
-    expected_report = _expected_report(rows)
-    expected_quote = _ok(_quote(new["sku"], unit))
-    expected_draft = _ok(_draft_value(new["sku"], need, unit))
-
-    def judge(results: Sequence[Result]) -> str | None:
-        _, report, quote, draft = results
-        if not _report_is(expected_report, report.value):
-            return "The new product is missing from list_stock, or its need is wrong."
-        return _when(
-            _all_same([(expected_quote, quote), (expected_draft, draft)]),
-            "The new product's quote or draft does not use its own price and need.",
-        )
-
-    return Trial(
-        (
-            call("build_tools", _shop(rows), prices, save="d"),
-            method("d", "invoke", tc("list_stock", {})),
-            method("d", "invoke", tc("supplier", {"sku": new["sku"]})),
-            method("d", "invoke", tc("draft_order", {"sku": new["sku"], "quantity": need})),
-        ),
-        judge,
+    rows = [*fx.shop_rows(), new]
+    d = yield from _dispatcher(fx.shop(rows), fx.prices() | {new["sku"]: unit})
+    report = yield _invoke(d, tc("list_stock", {}))
+    quote = yield _invoke(d, tc("supplier", {"sku": new["sku"]}))
+    new_draft = yield _invoke(d, tc("draft_order", {"sku": new["sku"], "quantity": fx.need(new)}))
+    if not _report_is(fx.expected_report(rows), report):
+        return "A new product is missing from list_stock, or its need is wrong."
+    return expect(
+        same(fx.ok(fx.quote(new["sku"], unit)), quote)
+        and same(fx.ok(fx.draft(new["sku"], fx.need(new), unit)), new_draft),
+        "A new product's quote or draft does not use its own price and need.",
     )
 
 
-def _ex1_duplicate_sku(rng: random.Random, tc: _Calls) -> Trial:
-    twin = {**_shop_rows()[0], "on_hand": rng.randint(0, 20)}
-    extra = _extra_product(rng)
-    twin_extra = {**extra, "name": "Copy"}
+@BOOK.baseline(
+    points=1,
+    section=S_TOOL,
+    asks="Mango at 350 pence costs 1,400 with the same schemas: a price is data.",
+    hint="A price change to 350 must give 1,400 with schemas() unchanged.",
+)
+def ch2_price_is_data(rng: random.Random) -> Trial:
+    old = yield from _dispatcher(_mango_shop(), fx.prices() | {"SKU-MANGO": 325})
+    d = yield from _dispatcher(_mango_shop(), fx.prices() | {"SKU-MANGO": 350})
+    before = yield method(old, "schemas")
+    draft = yield _invoke(d, _calls(rng)("draft_order", {"sku": "SKU-MANGO", "quantity": 4}))
+    after = yield method(d, "schemas")
+    if not same(fx.ok(fx.draft("SKU-MANGO", 4, 350)), draft):
+        return "Expected 4 mango tubs at 350 pence: 1,400 pence in all."
+    return expect(
+        fx.schema_names(before) is not None and same(before, after),
+        "Changing a price changed schemas(): prices must stay data, not schema.",
+    )
 
-    def judge(results: Sequence[Result]) -> str | None:
-        return _when(
-            all(r.status == "raised" and "ValueError" in r.raised for r in results),
-            "A shop with two rows under one sku was accepted.",
-        )
 
-    return Trial(
+@BOOK.baseline(
+    points=1,
+    section=S_REFUSALS,
+    asks="A product with no price fails visibly instead of borrowing or inventing one.",
+    hint="When mango has no price, supplier and draft_order must fail, never use another price.",
+)
+def ch2_missing_price(rng: random.Random) -> Trial:
+    tc = _calls(rng)
+    d = yield from _dispatcher(_mango_shop(), fx.prices())
+    quote = yield _invoke(d, tc("supplier", {"sku": "SKU-MANGO"}))
+    draft = yield _invoke(d, tc("draft_order", {"sku": "SKU-MANGO", "quantity": 4}))
+    vanilla = yield _invoke(d, tc("draft_order", {"sku": fx.VANILLA, "quantity": 6}))
+    for answer in (quote, draft):
+        if not isinstance(answer, dict):
+            return "The request should come back as a refusal, not break the dispatcher."
+        if answer.get("ok") is not False:
+            return "Mango has no price, yet a quote or draft came back with one."
+    return expect(
+        same(fx.ok(fx.draft(fx.VANILLA, 6, 250)), vanilla),
+        "The products that do have prices should still draft normally.",
+    )
+
+
+# --- exercise 1: a new product is data; prove it with tests ---------------------------
+
+
+@BOOK.exercise(
+    1,
+    points=2,
+    section=S_UNIT_A,
+    asks="Two rows with the same sku are refused with ValueError at construction.",
+    hint="build_tools must raise ValueError when two rows share a sku.",
+)
+def ex1_duplicate_sku(rng: random.Random) -> Trial:
+    twin = {**fx.shop_rows()[0], "on_hand": rng.randint(0, 20)}
+    extra = fx.extra_product(rng)
+    answers = [
+        (yield call("build_tools", fx.shop([*fx.shop_rows(), twin]), fx.prices(), raises=True)),
         (
-            call("build_tools", _shop([*_shop_rows(), twin]), _prices(), may_raise=True),
-            call(
+            yield call(
                 "build_tools",
-                _shop([extra, *_shop_rows(), twin_extra]),
-                _prices() | {extra["sku"]: 200},
-                may_raise=True,
-            ),
+                fx.shop([extra, *fx.shop_rows(), {**extra, "name": "Copy"}]),
+                fx.prices() | {extra["sku"]: 200},
+                raises=True,
+            )
         ),
-        judge,
+    ]
+    return expect(
+        all(answer.raised_a("ValueError") for answer in answers),
+        "A shop with two rows under one sku was accepted.",
     )
 
 
-def _ex2_need_reserved(rng: random.Random, tc: _Calls) -> Trial:
-    vanilla = {**_shop_rows()[0], "reserved": 3}
-    extras = [_extra_product(rng, reserved=True) for _ in range(3)]
-    expected = [9, *(_need(r) for r in extras)]
+MANGO_TESTS = BOOK.learner_tests(
+    exercise=1,
+    file="test_book02_mango.py",
+    section=S_UNIT_A,
+    surface=Surface(
+        functions={"build_tools": "Dispatcher", "replenishment_need": JSON, "ToolCall": "ToolCall"},
+        objects={
+            "Dispatcher": ObjectKind(methods={"schemas": JSON, "invoke": JSON}),
+            "ToolCall": ObjectKind(fields=("id", "name", "arguments")),
+        },
+        constants=("SHOP", "PRICES_PENCE", "SHOP_TOOL_NAMES", "SUPPLIER", "CURRENCY"),
+    ),
+)
 
-    def judge(results: Sequence[Result]) -> str | None:
-        if not same(9, results[0].value):
-            return "Vanilla with 2 on hand, target 8 and 3 reserved needs 9 tubs."
-        return _when(
-            _all_same(list(zip(expected, results, strict=True))),
-            "A row with reserved tubs got the wrong need.",
-        )
+_CHAPTER_SKUS = frozenset(fx.prices())
 
-    return Trial(
-        tuple(call("replenishment_need", row) for row in [vanilla, *extras]),
-        judge,
+
+def _rows_of(shop: Any) -> list[Any]:
+    products = shop.get("products") if isinstance(shop, Mapping) else None
+    return list(products) if isinstance(products, list) else []
+
+
+def _sku_of(row: Any) -> Any:
+    return row.get("sku") if isinstance(row, Mapping) else None
+
+
+class _Wrapped:
+    """A dispatcher whose requests and answers a faulty version may rewrite."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def schemas(self) -> Any:
+        return self.inner.schemas()
+
+    def invoke(self, request: Any) -> Any:
+        return self.inner.invoke(request)
+
+
+@MANGO_TESTS.catches(points=1, behaviour="fills a missing price with another product's price")
+def ex1_tests_catch_borrowed_price(
+    reference: ModuleType, rng: random.Random
+) -> Mapping[str, Callable[..., Any]]:
+    def build_tools(shop: Any, prices: Any, **options: Any) -> Any:
+        known = sorted(prices.values()) if isinstance(prices, Mapping) else []
+        filled = dict(prices) if isinstance(prices, Mapping) else prices
+        if known:
+            borrowed = rng.choice(known)
+            for row in _rows_of(shop):
+                sku = _sku_of(row)
+                if isinstance(sku, str) and sku not in filled:
+                    filled[sku] = borrowed
+        return reference.build_tools(shop, filled, **options)
+
+    return {"build_tools": build_tools}
+
+
+@MANGO_TESTS.catches(points=1, behaviour="adds the drafted tubs to the stock, as a delivery would")
+def ex1_tests_catch_draft_moves_stock(
+    reference: ModuleType, rng: random.Random
+) -> Mapping[str, Callable[..., Any]]:
+    class Delivering(_Wrapped):
+        def __init__(self, shop: Any, prices: Any, options: dict[str, Any]) -> None:
+            super().__init__(reference.build_tools(shop, prices, **options))
+            self.shop, self.prices, self.options = shop, prices, options
+
+        def invoke(self, request: Any) -> Any:
+            answer = self.inner.invoke(request)
+            if request.name == "draft_order" and answer.get("ok") is True:
+                rows = [dict(row) for row in _rows_of(self.shop)]
+                for row in rows:
+                    if row.get("sku") == answer["value"]["sku"]:
+                        row["on_hand"] += answer["value"]["quantity"]
+                self.shop = {**self.shop, "products": rows}
+                self.inner = reference.build_tools(self.shop, self.prices, **self.options)
+            return answer
+
+    def build_tools(shop: Any, prices: Any, **options: Any) -> Any:
+        return Delivering(shop, prices, options)
+
+    return {"build_tools": build_tools}
+
+
+@MANGO_TESTS.catches(points=1, behaviour="writes the prices into the tools' descriptions")
+def ex1_tests_catch_price_in_schema(
+    reference: ModuleType, rng: random.Random
+) -> Mapping[str, Callable[..., Any]]:
+    class Advertising(_Wrapped):
+        def __init__(self, inner: Any, prices: Any) -> None:
+            super().__init__(inner)
+            self.note = " Prices: " + json.dumps(dict(prices), sort_keys=True)
+
+        def schemas(self) -> Any:
+            schemas = self.inner.schemas()
+            for schema in schemas:
+                schema["function"]["description"] += self.note
+            return schemas
+
+    def build_tools(shop: Any, prices: Any, **options: Any) -> Any:
+        return Advertising(reference.build_tools(shop, prices, **options), prices)
+
+    return {"build_tools": build_tools}
+
+
+@MANGO_TESTS.catches(points=1, behaviour="keeps the first price it was ever given for a product")
+def ex1_tests_catch_stale_price(
+    reference: ModuleType, rng: random.Random
+) -> Mapping[str, Callable[..., Any]]:
+    first_seen: dict[Any, Any] = {}
+
+    def build_tools(shop: Any, prices: Any, **options: Any) -> Any:
+        if isinstance(prices, Mapping):
+            prices = {sku: first_seen.setdefault(sku, unit) for sku, unit in prices.items()}
+        return reference.build_tools(shop, prices, **options)
+
+    return {"build_tools": build_tools}
+
+
+@MANGO_TESTS.catches(
+    points=1, behaviour="ignores the price given for a product chapter 2 did not have"
+)
+def ex1_tests_catch_new_product_price(
+    reference: ModuleType, rng: random.Random
+) -> Mapping[str, Callable[..., Any]]:
+    def build_tools(shop: Any, prices: Any, **options: Any) -> Any:
+        if isinstance(prices, Mapping):
+            known = [prices[sku] for sku in sorted(_CHAPTER_SKUS) if sku in prices]
+            if known:
+                stand_in = rng.choice(known)
+                prices = {
+                    sku: unit if sku in _CHAPTER_SKUS else stand_in for sku, unit in prices.items()
+                }
+        return reference.build_tools(shop, prices, **options)
+
+    return {"build_tools": build_tools}
+
+
+@MANGO_TESTS.catches(points=1, behaviour="accepts two rows under one sku")
+def ex1_tests_catch_duplicate_sku(
+    reference: ModuleType, rng: random.Random
+) -> Mapping[str, Callable[..., Any]]:
+    def build_tools(shop: Any, prices: Any, **options: Any) -> Any:
+        rows = _rows_of(shop)
+        if rows:
+            last = {_sku_of(row): row for row in rows}
+            kept = [row for row in rows if last.get(_sku_of(row)) is row]
+            shop = {**shop, "products": kept}
+        return reference.build_tools(shop, prices, **options)
+
+    return {"build_tools": build_tools}
+
+
+# --- exercise 2: reserved stock, through one function ---------------------------------
+
+
+def _reserved_rows(rng: random.Random) -> list[dict[str, Any]]:
+    rows = fx.shop_rows()
+    rows[0]["reserved"] = 3
+    rows[1]["reserved"] = 0
+    return [*rows, fx.extra_product(rng, reserved=True)]
+
+
+@BOOK.exercise(
+    2,
+    points=2,
+    section=S_UNIT_B,
+    asks="replenishment_need counts reserved tubs: vanilla 2 on hand, target 8, "
+    "reserved 3 needs 9.",
+    hint="replenishment_need must be max(0, reorder_point - on_hand + reserved).",
+)
+def ex2_need_reserved(rng: random.Random) -> Trial:
+    vanilla = {**fx.shop_rows()[0], "reserved": 3}
+    extras = [fx.extra_product(rng, reserved=True) for _ in range(3)]
+    got = []
+    for row in [vanilla, *extras]:
+        got.append((yield call("replenishment_need", row)))
+    if not same(9, got[0]):
+        return "Vanilla with 2 on hand, target 8 and 3 reserved needs 9 tubs."
+    return expect(
+        same([9, *(fx.need(row) for row in extras)], got),
+        "A row with reserved tubs got the wrong need.",
     )
 
 
-def _ex2_reserved_absent(rng: random.Random, tc: _Calls) -> Trial:
-    rows = [*_shop_rows(), _extra_product(rng)]
-    expected = [6, 0, 4, _need(rows[-1])]
+@BOOK.exercise(
+    2,
+    points=1,
+    section=S_UNIT_B,
+    asks="A row without `reserved` counts it as 0.",
+    hint="A row with no `reserved` key must count it as 0, not fail.",
+    requires=ex2_need_reserved,
+)
+def ex2_reserved_absent(rng: random.Random) -> Trial:
+    rows = [*fx.shop_rows(), fx.extra_product(rng)]
+    got = []
+    for row in rows:
+        got.append((yield call("replenishment_need", row)))
+    return expect(
+        same([6, 0, 4, fx.need(rows[-1])], got),
+        "Rows without `reserved` should need 6, 0 and 4 tubs as in chapter 2.",
+    )
 
-    def judge(results: Sequence[Result]) -> str | None:
-        return _when(
-            _all_same(list(zip(expected, results, strict=True))),
-            "Rows without `reserved` should need 6, 0 and 4 tubs as in chapter 2.",
-        )
 
-    return Trial(tuple(call("replenishment_need", row) for row in rows), judge)
-
-
-def _ex2_above_target(rng: random.Random, tc: _Calls) -> Trial:
+@BOOK.exercise(
+    2,
+    points=1,
+    section=S_UNIT_B,
+    asks="Stock above target needs 0, never a negative number.",
+    hint="A row above its target (after reservations) must need 0, never a negative number.",
+    requires=ex2_need_reserved,
+)
+def ex2_above_target(rng: random.Random) -> Trial:
     target = rng.randint(3, 20)
     rows = [
-        {"sku": "SKU-CHOCOLATE", "on_hand": 7, "reorder_point": 6},
-        {"sku": "SKU-CHOCOLATE", "on_hand": 7, "reorder_point": 6, "reserved": 0},
-        {"sku": "SKU-VANILLA", "on_hand": 12, "reorder_point": 8, "reserved": 2},
+        {"sku": fx.CHOCOLATE, "on_hand": 7, "reorder_point": 6},
+        {"sku": fx.CHOCOLATE, "on_hand": 7, "reorder_point": 6, "reserved": 0},
+        {"sku": fx.VANILLA, "on_hand": 12, "reorder_point": 8, "reserved": 2},
         {
-            "sku": _sku(rng),
+            "sku": fx.sku(rng),
             "on_hand": target + rng.randint(5, 30),
             "reorder_point": target,
             "reserved": rng.randint(0, 4),
         },
     ]
-
-    def judge(results: Sequence[Result]) -> str | None:
-        return _when(
-            _all_same([(0, r) for r in results]),
-            "A row above its target should need 0 tubs, never a negative number.",
-        )
-
-    return Trial(tuple(call("replenishment_need", row) for row in rows), judge)
+    for row in rows:
+        need = yield call("replenishment_need", row)
+        if not same(0, need):
+            return "A row above its target should need 0 tubs, never a negative number."
+    return None
 
 
-def _reserved_rows(rng: random.Random) -> list[dict[str, Any]]:
-    rows = _shop_rows()
-    rows[0]["reserved"] = 3
-    rows[1]["reserved"] = 0
-    return [*rows, _extra_product(rng, reserved=True)]
-
-
-def _ex2_report_reserved(rng: random.Random, tc: _Calls) -> Trial:
+@BOOK.exercise(
+    2,
+    points=1,
+    section=S_UNIT_B,
+    asks="list_stock's `needed` includes reserved tubs.",
+    hint="list_stock must compute `needed` with replenishment_need, reserved tubs included.",
+)
+def ex2_report_reserved(rng: random.Random) -> Trial:
     rows = _reserved_rows(rng)
-    prices = _prices() | {rows[-1]["sku"]: rng.randint(100, 999)}
-    expected = _expected_report(rows)
-    assert ["SKU-VANILLA", 2, 8, 9] in expected
-
-    def judge(results: Sequence[Result]) -> str | None:
-        _, report = results
-        return _when(
-            _report_is(expected, report.value),
-            "list_stock's `needed` should be 9 for vanilla with 3 reserved.",
-        )
-
-    return Trial(
-        (
-            call("build_tools", _shop(rows), prices, save="d"),
-            method("d", "invoke", tc("list_stock", {})),
-        ),
-        judge,
+    prices = fx.prices() | {rows[-1]["sku"]: rng.randint(100, 999)}
+    expected = fx.expected_report(rows)
+    d = yield from _dispatcher(fx.shop(rows), prices)
+    report = yield _invoke(d, _calls(rng)("list_stock", {}))
+    return expect(
+        _report_is(expected, report),
+        "list_stock's `needed` should be 9 for vanilla with 3 reserved.",
     )
 
 
-def _ex2_draft_reserved(rng: random.Random, tc: _Calls) -> Trial:
+@BOOK.exercise(
+    2,
+    points=2,
+    section=S_UNIT_B,
+    asks="With 3 vanilla reserved the 9-tub draft passes and the 6-tub draft fails.",
+    hint="draft_order must check the quantity against replenishment_need, reserved included.",
+)
+def ex2_draft_reserved(rng: random.Random) -> Trial:
+    tc = _calls(rng)
     rows = _reserved_rows(rng)
     extra = rows[-1]
     unit = rng.randint(100, 999)
-    prices = _prices() | {extra["sku"]: unit}
-    nine = _ok(_draft_value("SKU-VANILLA", 9, 250))
-    assert nine["value"]["total_pence"] == 2250
-    extra_draft = _ok(_draft_value(extra["sku"], _need(extra), unit))
-    failed = _refused("tool_failed")
-
-    def judge(results: Sequence[Result]) -> str | None:
-        _, nine_tubs, six_tubs, extra_result = results
-        if not same(nine, nine_tubs.value):
-            return "The 9-tub vanilla draft (2 on hand, target 8, 3 reserved) should pass."
-        if not same(failed, six_tubs.value):
-            return "The 6-tub vanilla draft ignores the 3 reserved tubs and should fail."
-        return _when(same(extra_draft, extra_result.value), "A reserved-stock draft is wrong.")
-
-    return Trial(
-        (
-            call("build_tools", _shop(rows), prices, save="d"),
-            method("d", "invoke", tc("draft_order", {"sku": "SKU-VANILLA", "quantity": 9})),
-            method("d", "invoke", tc("draft_order", {"sku": "SKU-VANILLA", "quantity": 6})),
-            method(
-                "d", "invoke", tc("draft_order", {"sku": extra["sku"], "quantity": _need(extra)})
-            ),
-        ),
-        judge,
+    d = yield from _dispatcher(fx.shop(rows), fx.prices() | {extra["sku"]: unit})
+    nine = yield _invoke(d, tc("draft_order", {"sku": fx.VANILLA, "quantity": 9}))
+    six = yield _invoke(d, tc("draft_order", {"sku": fx.VANILLA, "quantity": 6}))
+    other = yield _invoke(d, tc("draft_order", {"sku": extra["sku"], "quantity": fx.need(extra)}))
+    if not same(fx.ok(fx.draft(fx.VANILLA, 9, 250)), nine):
+        return "The 9-tub vanilla draft (2 on hand, target 8, 3 reserved) should pass."
+    if not same(fx.refused("tool_failed"), six):
+        return "The 6-tub vanilla draft ignores the 3 reserved tubs and should fail."
+    return expect(
+        same(fx.ok(fx.draft(extra["sku"], fx.need(extra), unit)), other),
+        "A reserved-stock draft is wrong.",
     )
 
 
-def _probe_name(rng: random.Random) -> str:
-    return "probe_" + _token(rng, 10)
-
-
-def _ex3_probe_hidden(rng: random.Random, tc: _Calls) -> Trial:
-    name = _probe_name(rng)
-
-    def judge(results: Sequence[Result]) -> str | None:
-        _, schemas = results
-        return _when(
-            _schema_names(schemas.value) == SHOP_TOOLS,
-            "schemas() should show draft_order, list_stock and supplier only.",
-        )
-
-    return Trial(
-        (
-            call(
-                "build_tools",
-                _shop(_shop_rows()),
-                _prices(),
-                extra_tools=tup(probe(name, _token(rng))),
-                save="d",
-            ),
-            method("d", "schemas"),
-        ),
-        judge,
+@BOOK.exercise(
+    2,
+    points=1,
+    section=S_UNIT_B,
+    asks="The stock report and the draft check both take the need from replenishment_need.",
+    hint="Compute the need in one place: stock_report and draft_order must both call "
+    "replenishment_need instead of doing the arithmetic themselves.",
+)
+def ex2_one_need_function(rng: random.Random) -> Trial:
+    tc = _calls(rng)
+    rows = fx.shop_rows()
+    # Needs no formula gives: if the report and the draft check show them,
+    # both asked replenishment_need.
+    needs = {row["sku"]: rng.randint(11, 40) for row in rows}
+    d = yield from _dispatcher(fx.shop(rows), fx.prices())
+    yield stub("replenishment_need", needs, key="sku")
+    report = yield _invoke(d, tc("list_stock", {}))
+    draft = yield _invoke(d, tc("draft_order", {"sku": fx.VANILLA, "quantity": needs[fx.VANILLA]}))
+    view = fx.report_view(report)
+    if view is None or sorted([row[0], row[3]] for row in view) != sorted(map(list, needs.items())):
+        return "list_stock computes the need itself instead of asking replenishment_need."
+    return expect(
+        same(fx.ok(fx.draft(fx.VANILLA, needs[fx.VANILLA], 250)), draft),
+        "draft_order computes the need itself instead of asking replenishment_need.",
     )
 
 
-def _ex3_probe_refused(rng: random.Random, tc: _Calls) -> Trial:
-    name = _probe_name(rng)
-    refusal = _refused("tool_not_allowed")
+# --- exercise 3: registered, but forbidden until allowed -------------------------------
 
-    def judge(results: Sequence[Result]) -> str | None:
-        _, forbidden, unknown, ran = results
-        if not _all_same([(refusal, forbidden), (refusal, unknown)]):
-            return "The forbidden probe was not refused exactly like an unknown name."
-        return _when(same(0, ran.value), "The forbidden probe's handler ran.")
 
-    return Trial(
-        (
-            call(
-                "build_tools",
-                _shop(_shop_rows()),
-                _prices(),
-                extra_tools=tup(probe(name, _token(rng))),
-                save="d",
-            ),
-            method("d", "invoke", tc(name, {})),
-            method("d", "invoke", tc(_probe_name(rng), {})),
-            probe_count(name),
-        ),
-        judge,
+def _with_probe(rng: random.Random, name: str, value: str, **options: Any) -> Asks[Ref]:
+    extra = tup(probe(name, value))
+    d: Ref = yield call(
+        "build_tools", fx.shop(), fx.prices(), extra_tools=extra, keep=True, **options
+    )
+    return d
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_UNIT_B,
+    asks="Naming the probe in `allowed` gives it a schema and makes it callable.",
+    hint="A tool in extra_tools and named in `allowed` must appear in schemas() and run.",
+)
+def ex3_probe_allowed(rng: random.Random) -> Trial:
+    name = fx.probe_name(rng)
+    value = fx.token(rng, 16)
+    d = yield from _with_probe(rng, name, value, allowed=[*SHOP_TOOLS, name])
+    schemas = yield method(d, "schemas")
+    answer = yield _invoke(d, _calls(rng)(name, {}))
+    ran = yield probe_count(name)
+    if fx.schema_names(schemas) != sorted([*SHOP_TOOLS, name]):
+        return "schemas() should list the allowed probe beside the shop tools, sorted."
+    return expect(
+        same(fx.ok(value), answer) and same(1, ran),
+        "The allowed probe should run once and its value come back.",
     )
 
 
-def _ex3_probe_allowed(rng: random.Random, tc: _Calls) -> Trial:
-    name = _probe_name(rng)
-    value = _token(rng, 16)
-
-    def judge(results: Sequence[Result]) -> str | None:
-        _, schemas, answer, ran = results
-        if _schema_names(schemas.value) != sorted([*SHOP_TOOLS, name]):
-            return "schemas() should list the allowed probe beside the shop tools, sorted."
-        return _when(
-            same(_ok(value), answer.value) and same(1, ran.value),
-            "The allowed probe should run once and its value come back.",
-        )
-
-    return Trial(
-        (
-            call(
-                "build_tools",
-                _shop(_shop_rows()),
-                _prices(),
-                extra_tools=tup(probe(name, value)),
-                allowed=[*SHOP_TOOLS, name],
-                save="d",
-            ),
-            method("d", "schemas"),
-            method("d", "invoke", tc(name, {})),
-            probe_count(name),
-        ),
-        judge,
+@BOOK.exercise(
+    3,
+    points=1,
+    section=S_UNIT_B,
+    asks="A tool given in extra_tools but not allowed has no schema.",
+    hint="With allowed=None, schemas() must list the three shop tools only, not extra_tools.",
+    requires=ex3_probe_allowed,
+)
+def ex3_probe_hidden(rng: random.Random) -> Trial:
+    d = yield from _with_probe(rng, fx.probe_name(rng), fx.token(rng))
+    schemas = yield method(d, "schemas")
+    return expect(
+        fx.schema_names(schemas) == SHOP_TOOLS,
+        "schemas() should show draft_order, list_stock and supplier only.",
     )
 
 
-def _ex3_duplicate_tool(rng: random.Random, tc: _Calls) -> Trial:
-    twin = _probe_name(rng)
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_UNIT_B,
+    asks="A hand-made request for the forbidden probe is refused and its handler never runs.",
+    hint="An extra tool outside `allowed` must be refused as tool_not_allowed, unrun.",
+    requires=ex3_probe_allowed,
+)
+def ex3_probe_refused(rng: random.Random) -> Trial:
+    tc = _calls(rng)
+    name = fx.probe_name(rng)
+    d = yield from _with_probe(rng, name, fx.token(rng))
+    forbidden = yield _invoke(d, tc(name, {}))
+    unknown = yield _invoke(d, tc(fx.probe_name(rng), {}))
+    ran = yield probe_count(name)
+    refusal = fx.refused("tool_not_allowed")
+    if not (same(refusal, forbidden) and same(refusal, unknown)):
+        return "The forbidden probe was not refused exactly like an unknown name."
+    return expect(same(0, ran), "The forbidden probe's handler ran.")
 
-    def judge(results: Sequence[Result]) -> str | None:
-        return _when(
-            all(r.status == "raised" and "ValueError" in r.raised for r in results),
-            "A configuration with two tools under one name was accepted.",
-        )
 
-    return Trial(
+@BOOK.exercise(
+    3,
+    points=1,
+    section=S_UNIT_B,
+    asks="A duplicate tool name is refused with ValueError at construction.",
+    hint="build_tools must raise ValueError when an extra tool reuses a tool name.",
+)
+def ex3_duplicate_tool(rng: random.Random) -> Trial:
+    twin = fx.probe_name(rng)
+    answers = [
         (
-            call(
+            yield call(
                 "build_tools",
-                _shop(_shop_rows()),
-                _prices(),
-                extra_tools=tup(probe("supplier", _token(rng))),
-                may_raise=True,
-            ),
-            call(
+                fx.shop(),
+                fx.prices(),
+                extra_tools=tup(probe("supplier", fx.token(rng))),
+                raises=True,
+            )
+        ),
+        (
+            yield call(
                 "build_tools",
-                _shop(_shop_rows()),
-                _prices(),
+                fx.shop(),
+                fx.prices(),
                 extra_tools=tup(probe(twin, "a"), probe(twin, "b")),
                 allowed=[*SHOP_TOOLS, twin],
-                may_raise=True,
-            ),
+                raises=True,
+            )
         ),
-        judge,
+    ]
+    return expect(
+        all(answer.raised_a("ValueError") for answer in answers),
+        "A configuration with two tools under one name was accepted.",
     )

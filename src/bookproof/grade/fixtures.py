@@ -1,0 +1,182 @@
+"""The shop every exercise book grades against, and the grader's own arithmetic over it.
+
+Chapter 1's snapshot and prices are written out here again, never imported
+from the book: an expected value must not come from code a learner can edit,
+nor from the code a check is about. Everything random takes the check's own
+`random.Random`, so the same seed gives the same data (and the same grade).
+
+What a later chapter adds to the shop (reserved and incoming tubs, a store)
+belongs here too, next to what it extends, so that every book's checks share
+one definition of the facts.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "CHOCOLATE",
+    "CURRENCY",
+    "SHOP_NAME",
+    "SHOP_TOOLS",
+    "STRAWBERRY",
+    "SUPPLIER",
+    "VANILLA",
+    "call_id",
+    "draft",
+    "expected_report",
+    "extra_product",
+    "need",
+    "ok",
+    "prices",
+    "probe_name",
+    "quote",
+    "refused",
+    "report_view",
+    "schema_names",
+    "shop",
+    "shop_rows",
+    "sku",
+    "token",
+]
+
+SHOP_NAME = "Lucy's Ice Cream"
+VANILLA = "SKU-VANILLA"
+CHOCOLATE = "SKU-CHOCOLATE"
+STRAWBERRY = "SKU-STRAWBERRY"
+SUPPLIER = "lucy-local"
+CURRENCY = "GBP"
+# Chapter 2's three tools, sorted by name as `schemas()` lists them.
+SHOP_TOOLS = ("draft_order", "list_stock", "supplier")
+
+
+# --- chapter 1's shop ----------------------------------------------------------
+
+
+def shop_rows() -> list[dict[str, Any]]:
+    """Chapter 1's three products, a fresh copy each call."""
+    return [
+        {"sku": VANILLA, "name": "Vanilla", "on_hand": 2, "reorder_point": 8},
+        {"sku": CHOCOLATE, "name": "Chocolate", "on_hand": 7, "reorder_point": 6},
+        {"sku": STRAWBERRY, "name": "Strawberry", "on_hand": 1, "reorder_point": 5},
+    ]
+
+
+def prices() -> dict[str, int]:
+    """Chapter 2's unit prices in integer pence."""
+    return {VANILLA: 250, CHOCOLATE: 300, STRAWBERRY: 275}
+
+
+def shop(rows: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The shop dict the chapters pass around, over `rows` (chapter 1's by default)."""
+    chosen = shop_rows() if rows is None else rows
+    return {"name": SHOP_NAME, "products": [dict(row) for row in chosen]}
+
+
+def need(row: Mapping[str, Any]) -> int:
+    """The grader's own replenishment need: max(0, target - on hand + reserved)."""
+    return max(0, int(row["reorder_point"]) - int(row["on_hand"]) + int(row.get("reserved", 0)))
+
+
+# --- random data, so an answer recorded in one run is useless in the next -------
+
+
+def token(rng: random.Random, n: int = 8) -> str:
+    return "".join(rng.choice(string.ascii_lowercase + string.digits) for _ in range(n))
+
+
+def sku(rng: random.Random) -> str:
+    """A sku no chapter uses, such as SKU-QWHDKAZ."""
+    return "SKU-" + "".join(rng.choice(string.ascii_uppercase) for _ in range(7))
+
+
+def extra_product(rng: random.Random, *, reserved: bool = False) -> dict[str, Any]:
+    """A product the grader invents, always below its target (so it has a need)."""
+    row: dict[str, Any] = {
+        "sku": sku(rng),
+        "name": "Flavour " + token(rng, 4),
+        "on_hand": rng.randint(0, 12),
+        "reorder_point": rng.randint(14, 30),
+    }
+    if reserved:
+        row["reserved"] = rng.randint(0, 6)
+    return row
+
+
+def call_id(rng: random.Random) -> str:
+    return "call_" + token(rng, 12)
+
+
+def probe_name(rng: random.Random) -> str:
+    """The name of a probe tool (see `questions.probe`), unknown to any submission."""
+    return "probe_" + token(rng, 10)
+
+
+# --- the values chapter 2's tools answer with ------------------------------------
+
+
+def quote(sku: str, unit: int) -> dict[str, Any]:
+    return {"currency": CURRENCY, "sku": sku, "supplier": SUPPLIER, "unit_cost_pence": unit}
+
+
+def draft(sku: str, quantity: int, unit: int) -> dict[str, Any]:
+    return {
+        **quote(sku, unit),
+        "quantity": quantity,
+        "status": "DRAFT",
+        "total_pence": quantity * unit,
+    }
+
+
+def ok(value: Any) -> dict[str, Any]:
+    return {"ok": True, "value": value}
+
+
+def refused(code: str) -> dict[str, Any]:
+    return {"ok": False, "error": code}
+
+
+_REPORT_COLUMNS = ("sku", "on_hand", "reorder_point", "needed")
+
+
+def report_view(observation: Any) -> list[list[Any]] | None:
+    """The columns a `list_stock` observation is graded on; columns a learner adds are fine."""
+    if not (isinstance(observation, dict) and observation.get("ok") is True):
+        return None
+    rows = observation.get("value")
+    if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+        return None
+    if not all(all(column in row for column in _REPORT_COLUMNS) for row in rows):
+        return None
+    return [[row[column] for column in _REPORT_COLUMNS] for row in rows]
+
+
+def expected_report(rows: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
+    """What `report_view` must give for these rows: sorted by sku, with the grader's need."""
+    return sorted(
+        ([row["sku"], row["on_hand"], row["reorder_point"], need(row)] for row in rows),
+        key=lambda item: item[0],
+    )
+
+
+def schema_names(value: Any) -> list[str] | None:
+    """The tool names of a `schemas()` answer, or None when it is not a list of function schemas."""
+    if not isinstance(value, list):
+        return None
+    names: list[str] = []
+    for schema in value:
+        function = schema.get("function") if isinstance(schema, dict) else None
+        if not (
+            isinstance(schema, dict)
+            and schema.get("type") == "function"
+            and isinstance(function, dict)
+            and isinstance(function.get("name"), str)
+            and isinstance(function.get("description"), str)
+            and isinstance(function.get("parameters"), dict)
+        ):
+            return None
+        names.append(function["name"])
+    return names

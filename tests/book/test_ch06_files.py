@@ -1,0 +1,190 @@
+"""Chapter 6's reader files: the checkpoint's facts, the learner file, the runtime they match.
+
+The runtime's `sovereign_agent.store` is chapter 5's store with chapter 6's
+changes: every definition and constant the chapter 6 learner file holds is in
+the runtime exactly as written there (the need in `sovereign_agent.shop`, the
+rest in the store), and the learner file exactly as in the chapter's listings
+(the verifier's rule).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from chapter_files import checkpoint_output, constants, definitions, run_checkpoint
+from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
+from verifying import verify
+
+import sovereign_agent.shop
+import sovereign_agent.store
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTBOOK = ROOT / "book/textbook"
+CHAPTER = TEXTBOOK / "ch06_reservations_and_deliveries.md"
+CHECKPOINT = (
+    TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch06_reservations_and_deliveries_checkpoint.py"
+)
+LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch06_reservations_and_deliveries_learner.py"
+CHAPTER_5_LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch05_persistent_stock_learner.py"
+STORE = Path(sovereign_agent.store.__file__)
+SHOP = Path(sovereign_agent.shop.__file__)
+
+# The facts the chapter promises, written out independently of the code.
+FACTS = (
+    "reserve 3 SKU-VANILLA: on hand 2, reserved 3, incoming 0, need 9",
+    "reserve 2 SKU-CHOCOLATE: on hand 7, reserved 2, incoming 0, need 1",
+    "expect_delivery 4 SKU-STRAWBERRY: on hand 1, reserved 0, incoming 4, need 0",
+    "saved draft 1: SKU-VANILLA 9 tubs, 2,250 pence, DRAFT",
+    "saved draft 2: SKU-CHOCOLATE 1 tub, 300 pence, DRAFT",
+    "morning plan: SKU-VANILLA 9 tubs, SKU-CHOCOLATE 1 tub: 2,550 pence in all",
+    # Receiving what was expected and collecting leave each need as it was.
+    "receive 4 SKU-STRAWBERRY, expected: on hand 5, incoming 0, need 0",
+    "collect 2 SKU-CHOCOLATE: on hand 5, reserved 0, need 1",
+    "collect 3 SKU-VANILLA refused: cannot collect 3 tubs of SKU-VANILLA: only 2 on hand",
+    "the refusal changed nothing: True",
+    "still open: SKU-VANILLA 9 tubs, SKU-CHOCOLATE 1 tub: 2,550 pence in all",
+)
+
+
+def chapter_checkpoint_output() -> str:
+    return checkpoint_output(CHAPTER)
+
+
+def run_offline(cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    return run_checkpoint(CHECKPOINT, cwd, **variables)
+
+
+def run_with_provider(stub: ProviderStub) -> subprocess.CompletedProcess[str]:
+    """The checkpoint, planned by a provider: the stub, speaking OpenAI's API."""
+    return run_checkpoint(
+        CHECKPOINT,
+        ROOT,
+        SOVEREIGN_MODEL="openai:test-model",
+        OPENAI_BASE_URL=stub.openai_base_url,
+        OPENAI_API_KEY="x",
+    )
+
+
+def test_the_runtime_holds_every_definition_of_the_learner_file_as_written() -> None:
+    learner = definitions(LEARNER)
+    runtime = {**definitions(STORE), **definitions(SHOP)}
+    assert set(learner) <= set(runtime)
+    for name, tree in learner.items():
+        assert runtime[name] == tree, f"{name} differs between the runtime and the learner file"
+    # The need lives in the shop, where chapter 2 put it; the store only imports it.
+    assert "replenishment_need" in definitions(SHOP)
+    assert "replenishment_need" not in definitions(STORE)
+    runtime_constants = constants(STORE)
+    for name, value in constants(LEARNER).items():
+        assert runtime_constants[name] == value, f"{name} differs from the learner file's"
+
+
+def test_the_runtime_store_is_chapter_5s_store_plus_chapter_6s() -> None:
+    # Nothing in store.py comes from nowhere: each definition is taught by chapter 5 or 6.
+    taught = set(definitions(CHAPTER_5_LEARNER)) | set(definitions(LEARNER))
+    assert set(definitions(STORE)) <= taught
+    taught_constants = set(constants(CHAPTER_5_LEARNER)) | set(constants(LEARNER))
+    assert set(constants(STORE)) <= taught_constants
+
+
+def test_the_runtime_migrates_with_chapter_6s_list_of_two() -> None:
+    store = sovereign_agent.store
+    assert store.MIGRATIONS == (store.SCHEMA_V1, store.RESERVATIONS_V2)
+
+
+def test_importing_the_learner_file_prints_nothing_and_touches_no_file(tmp_path: Path) -> None:
+    (tmp_path / "reservations.py").write_text(LEARNER.read_text(encoding="utf-8"), encoding="utf-8")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import reservations, sys; sys.stderr.write(str(len(reservations.MIGRATIONS)))",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == "2"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == [
+        "reservations.py"
+    ]
+
+
+def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(tmp_path: Path) -> None:
+    result = run_offline(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == chapter_checkpoint_output()
+    lines = result.stdout.splitlines()
+    for fact in FACTS:
+        assert fact in lines, fact
+
+
+def test_the_checkpoint_leaves_no_database_behind(tmp_path: Path) -> None:
+    result = run_offline(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_provider_that_drafts_the_same_saves_the_same_drafts() -> None:
+    vanilla = '{"sku": "SKU-VANILLA", "quantity": 9}'
+    chocolate = '{"sku": "SKU-CHOCOLATE", "quantity": 1}'
+    with ProviderStub() as stub:
+        stub.enqueue(
+            OPENAI_ROUTE,
+            openai_tool_calls([("call_a", "list_stock", "{}")]),
+            openai_tool_calls(
+                [("call_b", "draft_order", vanilla), ("call_c", "draft_order", chocolate)]
+            ),
+            openai_text("Two drafts, 2,550 pence."),
+        )
+        result = run_with_provider(stub)
+    assert result.returncode == 0, result.stderr
+    expected = chapter_checkpoint_output().splitlines()
+    lines = result.stdout.splitlines()
+    model_line = expected.index("model: offline (scripted)")
+    assert lines[model_line].startswith("model: openai:test-model")
+    assert lines[:model_line] == expected[:model_line]
+    assert lines[model_line + 1 :] == expected[model_line + 1 :]
+
+
+def test_a_provider_that_drafts_chapter_5s_need_saves_nothing_for_it() -> None:
+    # 6 vanilla and 4 strawberry: right for the freezer, wrong for the shop.
+    with ProviderStub() as stub:
+        stub.enqueue(
+            OPENAI_ROUTE,
+            openai_tool_calls(
+                [
+                    ("call_a", "draft_order", '{"sku": "SKU-VANILLA", "quantity": 6}'),
+                    ("call_b", "draft_order", '{"sku": "SKU-STRAWBERRY", "quantity": 4}'),
+                ]
+            ),
+            openai_text("I drafted what the freezer needs."),
+        )
+        result = run_with_provider(stub)
+    assert result.returncode == 0, result.stderr
+    assert "saved draft" not in result.stdout
+    assert "morning plan: no open draft: 0 pence in all" in result.stdout
+    # The day goes on the same: the van and the cafe move no need.
+    assert "receive 4 SKU-STRAWBERRY, expected: on hand 5, incoming 0, need 0" in result.stdout
+
+
+def test_a_provider_named_without_its_key_is_refused_before_any_store_is_made(
+    tmp_path: Path,
+) -> None:
+    result = run_offline(tmp_path, SOVEREIGN_MODEL="anthropic:test-model")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "ANTHROPIC_API_KEY" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_verifier_holds_for_the_chapter() -> None:
+    result = verify(CHAPTER)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "everything verified holds" in result.stdout
