@@ -1,5 +1,7 @@
-"""Exercise Book 8: the solution's own tests pass against it and fail against the starter, the
-grader's door speaks plain JSON over real documents folders, and the notebooks match their plans.
+"""Exercise Book 8: graded through the real grader CLI, the reference scores full marks, the
+starter earns its chapter baseline and no exercise point, and each typical mistake loses exactly
+its checks; the solution's own tests pass against it and fail against the starter, the grader's
+door speaks plain JSON over real documents folders, and the notebooks match their plans.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from exercise_books import PYTEST, hand_in, notebook_script, run_in
+from grading import Graded, edited, grade_batch
 
 from bookproof.notebooks.build import notebook_json
 
@@ -22,6 +25,116 @@ DOCUMENTS = ROOT / "book" / "textbook" / "documents"
 CHAPTER = "# --- Chapter 8:"
 EXERCISES = "# --- Exercise 1"
 BUILD = "# The tools a run keeps once it has read untrusted text"
+
+
+TESTS = {
+    name: (SOLUTIONS / name).read_text(encoding="utf-8")
+    for name in ("test_book08_listing.py", "test_book08_handles.py")
+}
+CHAPTER_CHECKS = {
+    "ch8_reads_a_note",
+    "ch8_refuses_escapes",
+    "ch8_read_narrows",
+    "ch8_refused_read_narrows_nothing",
+}
+UNIT_A = {
+    "ex1_lists_notes",
+    "ex1_passes_over",
+    "ex1_bounded",
+    "ex1_listing_narrows",
+    "ex1_tests_catch_followed_links",
+    "ex1_tests_catch_hidden_and_large",
+    "ex1_tests_catch_never_narrows",
+    "ex1_tests_catch_narrows_when_empty",
+}
+UNIT_B = {
+    "ex2_open_gives_handles",
+    "ex2_text_reaches_lucy_only",
+    "ex2_keeps_drafting",
+    "ex2_refusals",
+    "ex2_runs_do_not_share",
+    "ex2_tests_catch_text_to_the_model",
+    "ex2_tests_catch_narrows_on_open",
+    "ex2_tests_catch_shared_handles",
+    "ex2_tests_catch_no_containment",
+}
+HANDLES_BEHAVIOUR = {
+    "ex2_open_gives_handles",
+    "ex2_text_reaches_lucy_only",
+    "ex2_keeps_drafting",
+    "ex2_refusals",
+    "ex2_runs_do_not_share",
+}
+
+# name -> (edits to the solution, the checks the result must fail). The tests
+# handed in are the solution's own, which still pass against the reference:
+# a mistake in the module loses behaviour checks only.
+MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
+    # Following links lists a link out of the folder, and one to a note inside.
+    "follows_links": (
+        [("info = entry.stat(follow_symlinks=False)", "info = entry.stat()")],
+        {"ex1_passes_over"},
+    ),
+    # No bound: a folder of sixty notes is listed whole.
+    "no_bound": (
+        [
+            (
+                "return listed[:MAX_LISTED], passed_over + max(0, len(listed) - MAX_LISTED)",
+                "return listed, passed_over",
+            )
+        ],
+        {"ex1_bounded"},
+    ),
+    # A listing that never narrows hands a run that can draft the supplier's file names.
+    "listing_never_narrows": (
+        [
+            (
+                'return Narrow(value, keep=keep, reason="untrusted text: the names of the notes")',
+                "return value",
+            )
+        ],
+        {"ex1_listing_narrows"},
+    ),
+    # Handing the model the text along with the handle undoes the exercise.
+    "text_to_the_model": (
+        [
+            (
+                '"bytes": len(text.encode())}',
+                '"bytes": len(text.encode()), "text": text}',
+            )
+        ],
+        HANDLES_BEHAVIOUR,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+    base = tmp_path_factory.mktemp("book08")
+    folders = {"solution": {"document_tools.py": SOLUTION, **TESTS}}
+    folders["starter"] = {"document_tools.py": STARTER}
+    for name, (edits, _) in MISTAKES.items():
+        folders[name] = {"document_tools.py": edited(SOLUTION, edits), **TESTS}
+    return grade_batch(8, folders, base=base)
+
+
+def test_the_reference_solution_scores_full_marks(report: dict[str, Graded]) -> None:
+    assert set(report["solution"].passed) == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert report["solution"].full
+
+
+def test_the_untouched_starter_earns_its_chapter_baseline_and_no_exercise_point(
+    report: dict[str, Graded],
+) -> None:
+    starter = report["starter"]
+    assert starter.baseline == (6, 6)
+    assert starter.exercises[0] == 0
+    assert starter.failed == UNIT_A | UNIT_B
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistake: str) -> None:
+    assert report[mistake].failed == MISTAKES[mistake][1]
 
 
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
