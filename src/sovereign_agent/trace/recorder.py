@@ -537,10 +537,13 @@ class Recorder:
     def scope_narrowed(self, narrowing: Narrowing) -> None:
         if self._sink is None:
             return
-        self._emit(
-            "scope_narrowed",
-            "execute_tool",
+        self._sink(
             {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "scope_narrowed",
+                "gen_ai.operation.name": "execute_tool",
                 "step": self._step,
                 "gen_ai.tool.name": narrowing.tool,
                 "gen_ai.tool.call.id": narrowing.call_id,
@@ -548,7 +551,7 @@ class Recorder:
                 "kept": list(narrowing.kept),
                 "removed": list(narrowing.removed),
                 "ignored": list(narrowing.ignored),
-            },
+            }
         )
 
     def run_finished(self, record: RunRecord) -> None:
