@@ -12,6 +12,11 @@ ran (its handler was entered) and what was refused before any handler ran.
 Chapter 4 has the loop tell a recorder what happens at each of those points,
 so that a run can be written down, replayed and counted (`sovereign_agent.trace`).
 
+Chapter 7 lets a tool narrow the run it is part of (a skill, and in chapter 8
+a document nobody vouches for): when an outcome carries a `Narrowing`, the
+loop scopes its dispatcher to what was kept, for the rest of the run, and the
+record and the trace say which call narrowed it, why, and what it removed.
+
 The definitions below are the ones the chapters print, line for line (a test
 compares their syntax trees with the latest learner file that defines them).
 """
@@ -32,7 +37,7 @@ from sovereign_agent.models import (
     ToolMessage,
     UserMessage,
 )
-from sovereign_agent.tools import Dispatcher, Observation, ToolCall, ToolOutcome
+from sovereign_agent.tools import Dispatcher, Narrowing, Observation, ToolCall, ToolOutcome
 from sovereign_agent.trace.recorder import Recorder, recorder_from_env
 
 __all__ = [
@@ -80,6 +85,7 @@ class RunRecord(BaseModel):
     requested: tuple[str, ...]
     executed: tuple[str, ...]
     refused: tuple[tuple[str, str], ...]
+    narrowings: tuple[Narrowing, ...] = ()
 
 
 def check_setup(dispatcher: Dispatcher, *, max_steps: int, max_tool_calls: int) -> None:
@@ -161,6 +167,7 @@ def run_task(
 
     Everything the run does is told to `recorder`; without one, to a recorder
     for the file SOVEREIGN_TRACE names, which records nothing when it is unset.
+    A tool may narrow the run's tools for the rest of it; nothing widens them.
     """
     check_setup(dispatcher, max_steps=max_steps, max_tool_calls=max_tool_calls)
     trace = recorder_from_env() if recorder is None else recorder
@@ -172,6 +179,7 @@ def run_task(
     requested: list[str] = []
     executed: list[str] = []
     refused: list[tuple[str, str]] = []
+    narrowings: list[Narrowing] = []
     answered_ids: set[str] = set()
     steps = 0
     dispatched = 0
@@ -188,6 +196,7 @@ def run_task(
             requested=tuple(requested),
             executed=tuple(executed),
             refused=tuple(refused),
+            narrowings=tuple(narrowings),
         )
         trace.run_finished(record)
         return record
@@ -241,6 +250,12 @@ def run_task(
                 dispatched += 1
                 outcome = dispatcher.attempt(call)
             trace.tool_outcome(raw, outcome)
+            if outcome.narrowing is not None:
+                # From the next call on, the run has only what was kept; scoped()
+                # intersects, so no tool can widen the run by asking to.
+                dispatcher = dispatcher.scoped(outcome.narrowing.kept)
+                narrowings.append(outcome.narrowing)
+                trace.scope_narrowed(outcome.narrowing)
             # A call whose handler ran is executed, whatever the model was told:
             # a handler that failed, or whose result was too large, still ran.
             if outcome.handler_ran:

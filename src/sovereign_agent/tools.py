@@ -13,6 +13,13 @@ expects (from the schema alone, never from what the model sent), and a
 `Setup`, the recipe a trace records so that a replay can build the same
 dispatcher again.
 
+Chapter 7 lets a run's tools narrow while it runs, and never widen.
+`Dispatcher.scoped(names)` is a dispatcher that allows only what this one
+allows and `names` also holds. A handler that returns `Narrow` asks for the
+rest of its run to be scoped so; `attempt` works out against its own
+allowlist what that keeps, removes and asked for in vain (a `Narrowing`), and
+the loop applies it with `scoped`, records it, and tells the trace.
+
 The definitions below are the ones chapter 2 prints, line for line (a test
 compares their syntax trees with the latest learner file that defines them).
 """
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeVar
 
@@ -34,6 +41,8 @@ __all__ = [
     "Dispatcher",
     "ExecutableTool",
     "FailureStage",
+    "Narrow",
+    "Narrowing",
     "Observation",
     "Setup",
     "ToolCall",
@@ -131,6 +140,43 @@ class ToolFailure:
 
 
 @dataclass(frozen=True)
+class Narrow:
+    """What a handler returns to narrow the rest of its run: the value, and the names to keep.
+
+    The model is told `value`, as from any handler. `keep` is a limit, not a
+    grant: the run keeps only the names it already allowed and `keep` holds.
+    `reason` is for the record: why the run narrowed.
+    """
+
+    value: Any
+    keep: frozenset[str]
+    reason: str
+
+    def __post_init__(self) -> None:
+        # A list or a string here would be a defect in the tool: a string would
+        # narrow by its letters. Loud, instead of a scope nobody meant.
+        if not isinstance(self.keep, frozenset):
+            raise TypeError(f"Narrow.keep must be a frozenset, not {type(self.keep).__name__}")
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """One narrowing of a run's tools, for the record: which call caused it, why, what it changed.
+
+    `kept` are the names the run may still use; `removed` the ones it could
+    use before and no longer can; `ignored` the names the tool asked to keep
+    that the run did not allow: asked for, never granted.
+    """
+
+    call_id: str
+    tool: str
+    reason: str
+    kept: tuple[str, ...]
+    removed: tuple[str, ...]
+    ignored: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ToolOutcome:
     """Everything one request came to: what the model is told, and what only the operator sees.
 
@@ -138,12 +184,15 @@ class ToolOutcome:
     the handler was entered, whatever the observation says: a handler that
     raised, or whose result was too large, still ran. `failure` is set for
     every `tool_failed`, and `argument_problems` for every `invalid_arguments`.
+    `narrowing` is set when the handler returned a `Narrow`, whatever the
+    model was then told: the run narrows even if the value never reached it.
     """
 
     observation: Observation
     handler_ran: bool
     failure: ToolFailure | None = None
     argument_problems: tuple[ArgumentProblem, ...] = ()
+    narrowing: Narrowing | None = None
 
 
 @dataclass(frozen=True)
@@ -289,6 +338,25 @@ class Dispatcher:
         """How to build this dispatcher again, when whoever built it could say."""
         return self._setup
 
+    def scoped(self, names: Iterable[str]) -> Dispatcher:
+        """The same tools, authority and bounds; allowed: what this one allows and `names` holds.
+
+        An intersection, so a scope can only narrow: a name this dispatcher
+        refuses stays refused, and scoping a scoped dispatcher shrinks it again.
+        It has no setup: this one's would build the wider dispatcher.
+        """
+        if isinstance(names, str):
+            # A string is an iterable of letters: scoped("list_stock") would
+            # quietly keep nothing. A mistake like that is refused instead.
+            raise TypeError("scoped() takes an iterable of tool names, not one string")
+        return Dispatcher(
+            self._tools.values(),
+            allowed=self._allowed & frozenset(names),
+            before_write=self._before_write,
+            max_result_bytes=self._max_result_bytes,
+            hints=self._hints,
+        )
+
     def schemas(self) -> list[dict[str, Any]]:
         """The schemas of the allowed tools, sorted by name: all a model is told exists."""
         return [self._tools[name].schema() for name in sorted(self._allowed & self._tools.keys())]
@@ -332,8 +400,24 @@ class Dispatcher:
             value = tool.handler(arguments)
         except EXPECTED_FAILURES as error:
             return _failed("handler", error, handler_ran=True)
+        narrowing = None
+        if isinstance(value, Narrow):
+            # The handler asks to narrow the rest of its run. What that keeps,
+            # removes and asked for in vain is decided here, against what this
+            # dispatcher runs: naming a tool in `keep` never makes it allowed.
+            usable = self._allowed & self._tools.keys()
+            narrowing = Narrowing(
+                call_id=call.id,
+                tool=call.name,
+                reason=value.reason,
+                kept=tuple(sorted(usable & value.keep)),
+                removed=tuple(sorted(usable - value.keep)),
+                ignored=tuple(sorted(value.keep - usable)),
+            )
+            value = value.value
         # 5. Bound what goes back into the model's context. The handler has
-        #    already run by now: this refusal hides a result, it undoes nothing.
+        #    already run by now: this refusal hides a result, it undoes nothing
+        #    (and a narrowing the handler asked for still holds).
         #    json.dumps escapes every non-ASCII character, so its length in
         #    characters is its size in bytes. Keys are sorted as the loop will
         #    send them, so a value whose keys cannot be sorted ({1: "a", "b": 2})
@@ -342,7 +426,7 @@ class Dispatcher:
         try:
             encoded = json.dumps(observation, allow_nan=False, sort_keys=True)
         except EXPECTED_FAILURES as error:
-            return _failed("result", error, handler_ran=True)
+            return replace(_failed("result", error, handler_ran=True), narrowing=narrowing)
         if len(encoded) > self._max_result_bytes:
-            return ToolOutcome(_refusal("result_too_large"), handler_ran=True)
-        return ToolOutcome(observation, handler_ran=True)
+            return ToolOutcome(_refusal("result_too_large"), handler_ran=True, narrowing=narrowing)
+        return ToolOutcome(observation, handler_ran=True, narrowing=narrowing)

@@ -55,6 +55,18 @@ CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
         "exercises": frozenset(),
         "solutions": frozenset(),
     },
+    7: {
+        # Both exercises add functions beside the chapter's reader, discovery
+        # and load_skill (a review, and reference files); none of them changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
+    8: {
+        # Both exercises add tools beside the chapter's read_document (a
+        # listing, and notes by reference); none of the chapter's code changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
 }
 
 

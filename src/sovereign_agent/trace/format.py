@@ -33,6 +33,7 @@ __all__ = [
     "RecordedRun",
     "RunFinishedEvent",
     "RunStartedEvent",
+    "ScopeNarrowedEvent",
     "SetupRecord",
     "ToolCallEvent",
     "ToolOutcomeEvent",
@@ -51,6 +52,7 @@ EVENT_KINDS = (
     "model_reply",
     "tool_call",
     "tool_outcome",
+    "scope_narrowed",
     "run_finished",
 )
 
@@ -158,6 +160,19 @@ class ToolOutcomeEvent(_Envelope):
     argument_problems: list[RecordedProblem]
 
 
+class ScopeNarrowedEvent(_Envelope):
+    """A tool narrowed its run (chapter 7): written right after that tool's outcome."""
+
+    event: Literal["scope_narrowed"]
+    step: int = Field(ge=1)
+    tool_name: str = Field(alias="gen_ai.tool.name")
+    call_id: str = Field(alias="gen_ai.tool.call.id")
+    reason: str
+    kept: list[str]
+    removed: list[str]
+    ignored: list[str]
+
+
 class RunFinishedEvent(_Envelope):
     event: Literal["run_finished"]
     stop_reason: str
@@ -178,6 +193,7 @@ TraceEvent = Annotated[
     | ModelReplyEvent
     | ToolCallEvent
     | ToolOutcomeEvent
+    | ScopeNarrowedEvent
     | RunFinishedEvent,
     Field(discriminator="event"),
 ]
@@ -189,7 +205,8 @@ _NEXT: Mapping[str, frozenset[str]] = {
     "model_request": frozenset({"model_reply", "run_finished"}),
     "model_reply": frozenset({"tool_call", "run_finished"}),
     "tool_call": frozenset({"tool_outcome"}),
-    "tool_outcome": frozenset({"tool_call", "model_request", "run_finished"}),
+    "tool_outcome": frozenset({"tool_call", "scope_narrowed", "model_request", "run_finished"}),
+    "scope_narrowed": frozenset({"tool_call", "model_request", "run_finished"}),
     "run_finished": frozenset(),
 }
 

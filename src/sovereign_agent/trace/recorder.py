@@ -2,8 +2,9 @@
 
 `run_task` tells its recorder six things, in the loop's order: a run started,
 the model is asked, the model replied, a call is taken up, a call's outcome,
-the run finished. The recorder turns each into one event (see `format.py`)
-and hands it to a sink: a trace file, a list, or the replay's comparison.
+the run finished; and a seventh when a call narrowed the run's tools. The
+recorder turns each into one event (see `format.py`) and hands it to a sink:
+a trace file, a list, or the replay's comparison.
 Without a sink it returns at once, so a run nobody traces pays next to nothing.
 
 `SOVEREIGN_TRACE=path.jsonl` gives every run a sink that appends to that file,
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pydantic_core
 
 from sovereign_agent.models import AssistantToolCall, Message, ModelClient, ModelReply
-from sovereign_agent.tools import Dispatcher, ToolOutcome
+from sovereign_agent.tools import Dispatcher, Narrowing, ToolOutcome
 from sovereign_agent.trace.format import FORMAT_VERSION, schema_fingerprint
 
 if TYPE_CHECKING:
@@ -530,6 +531,26 @@ class Recorder:
                     {"location": list(problem.location), "kind": problem.kind}
                     for problem in outcome.argument_problems
                 ],
+            }
+        )
+
+    def scope_narrowed(self, narrowing: Narrowing) -> None:
+        if self._sink is None:
+            return
+        self._sink(
+            {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "scope_narrowed",
+                "gen_ai.operation.name": "execute_tool",
+                "step": self._step,
+                "gen_ai.tool.name": narrowing.tool,
+                "gen_ai.tool.call.id": narrowing.call_id,
+                "reason": narrowing.reason,
+                "kept": list(narrowing.kept),
+                "removed": list(narrowing.removed),
+                "ignored": list(narrowing.ignored),
             }
         )
 

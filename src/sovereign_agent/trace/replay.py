@@ -10,7 +10,8 @@ is reported: its line in the trace, what was recorded, what happened now.
 What is compared is what the runtime decides: which tools were offered (by
 schema fingerprint), how many messages were sent, every call and its outcome
 (code, whether the handler ran, the observation, the failure's stage and
-type), and how the run ended. Times, token counts and run ids are not.
+type), every narrowing of the run's tools (chapter 7), and how the run
+ended. Times, token counts and run ids are not.
 
 A tool whose schema changed is a new version of that tool, and a divergence,
 even if every recorded call would still get the same answer: the recorded
@@ -47,6 +48,7 @@ from sovereign_agent.trace.format import (
     RecordedRun,
     RunFinishedEvent,
     RunStartedEvent,
+    ScopeNarrowedEvent,
     SetupRecord,
     ToolCallEvent,
     ToolOutcomeEvent,
@@ -303,6 +305,10 @@ class _Checker:
             )
         elif isinstance(recorded, ToolOutcomeEvent) and isinstance(now, ToolOutcomeEvent):
             self._compare_outcome(line, recorded, now)
+        elif isinstance(recorded, ScopeNarrowedEvent) and isinstance(now, ScopeNarrowedEvent):
+            self._same(line, recorded, "gen_ai.tool.call.id", recorded.call_id, now.call_id)
+            for name in ("reason", "kept", "removed", "ignored"):
+                self._same(line, recorded, name, getattr(recorded, name), getattr(now, name))
         elif isinstance(recorded, RunFinishedEvent) and isinstance(now, RunFinishedEvent):
             for name in ("stop_reason", "steps", "answer", "requested", "executed", "refused"):
                 self._same(line, recorded, name, getattr(recorded, name), getattr(now, name))
