@@ -708,6 +708,7 @@ def scratch_file(name: str, text: str) -> Iterator[Path]:
 
 
 def nobody_approves(call: ToolCall) -> None:
+    """The authority of `record_run(..., refuse_writes=True)`: it approves nothing."""
     raise PermissionError("no operator approved this write")
 
 
