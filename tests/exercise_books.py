@@ -16,7 +16,10 @@ import nbformat
 
 from bookproof.notebooks.build import EXERCISE_TAG
 
-__all__ = ["hand_in", "notebook_script", "run_in"]
+__all__ = ["PYTEST", "hand_in", "notebook_script", "run_in"]
+
+# The learner-side tests, run inside a hand-in as a learner runs them.
+PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 
 def hand_in(tmp_path: Path, solutions: Path, module: str, text: str) -> Path:

@@ -69,6 +69,14 @@ def edited(source: str, edits: Sequence[tuple[str, str]]) -> str:
     return source
 
 
+def edited(text: str, edits: Sequence[tuple[str, str]]) -> str:
+    """`text` with each (old, new) edit made; each old text must be there exactly once."""
+    for old, new in edits:
+        assert text.count(old) == 1, f"expected exactly one {old!r}"
+        text = text.replace(old, new)
+    return text
+
+
 def grade_batch(
     book: int,
     folders: Mapping[str, Mapping[str, str]],

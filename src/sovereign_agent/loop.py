@@ -9,7 +9,15 @@ cannot be answered at all, and ends the run too. The record of the run says in
 one named reason why it ended, and keeps apart what the model asked for, what
 ran (its handler was entered) and what was refused before any handler ran.
 
-The definitions below are the ones chapter 3 prints, line for line (a test
+Chapter 4 has the loop tell a recorder what happens at each of those points,
+so that a run can be written down, replayed and counted (`sovereign_agent.trace`).
+
+Chapter 7 lets a tool narrow the run it is part of (a skill, and in chapter 8
+a document nobody vouches for): when an outcome carries a `Narrowing`, the
+loop scopes its dispatcher to what was kept, for the rest of the run, and the
+record and the trace say which call narrowed it, why, and what it removed.
+
+The definitions below are the ones the chapters print, line for line (a test
 compares their syntax trees with the latest learner file that defines them).
 """
 
@@ -29,7 +37,8 @@ from sovereign_agent.models import (
     ToolMessage,
     UserMessage,
 )
-from sovereign_agent.tools import Dispatcher, Observation, ToolCall
+from sovereign_agent.tools import Dispatcher, Narrowing, Observation, ToolCall, ToolOutcome
+from sovereign_agent.trace.recorder import Recorder, recorder_from_env
 
 __all__ = [
     "MAX_ARGUMENTS_CHARS",
@@ -76,6 +85,7 @@ class RunRecord(BaseModel):
     requested: tuple[str, ...]
     executed: tuple[str, ...]
     refused: tuple[tuple[str, str], ...]
+    narrowings: tuple[Narrowing, ...] = ()
 
 
 def check_setup(dispatcher: Dispatcher, *, max_steps: int, max_tool_calls: int) -> None:
@@ -151,14 +161,25 @@ def run_task(
     max_steps: int,
     max_tool_calls: int,
     system: str | None = None,
+    recorder: Recorder | None = None,
 ) -> RunRecord:
-    """Let the model work on one task, inside bounds the runtime set and enforces."""
+    """Let the model work on one task, inside bounds the runtime set and enforces.
+
+    Everything the run does is told to `recorder`; without one, to a recorder
+    for the file SOVEREIGN_TRACE names, which records nothing when it is unset.
+    A tool may narrow the run's tools for the rest of it; nothing widens them.
+    """
     check_setup(dispatcher, max_steps=max_steps, max_tool_calls=max_tool_calls)
+    trace = recorder_from_env() if recorder is None else recorder
     messages: list[Message] = [] if system is None else [SystemMessage(content=system)]
     messages.append(UserMessage(content=task))
+    trace.run_started(
+        model, dispatcher, task, system=system, max_steps=max_steps, max_tool_calls=max_tool_calls
+    )
     requested: list[str] = []
     executed: list[str] = []
     refused: list[tuple[str, str]] = []
+    narrowings: list[Narrowing] = []
     answered_ids: set[str] = set()
     steps = 0
     dispatched = 0
@@ -166,7 +187,7 @@ def run_task(
     def finish(
         reason: StopReason, answer: str | None = None, error: str | None = None
     ) -> RunRecord:
-        return RunRecord(
+        record = RunRecord(
             stop_reason=reason,
             answer=answer,
             error=error,
@@ -175,16 +196,22 @@ def run_task(
             requested=tuple(requested),
             executed=tuple(executed),
             refused=tuple(refused),
+            narrowings=tuple(narrowings),
         )
+        trace.run_finished(record)
+        return record
 
     while True:
         steps += 1
+        # The tools on offer are asked for at every step, not once: what a
+        # run may use can narrow while it runs.
+        tools = dispatcher.schemas()
+        trace.model_request(messages, tools)
         try:
-            # The tools on offer are asked for at every step, not once: what a
-            # run may use can narrow while it runs.
-            reply = model.complete(tuple(messages), tools=dispatcher.schemas())
+            reply = model.complete(tuple(messages), tools=tools)
         except ModelError as error:
             return finish(StopReason.MODEL_ERROR, error=one_line(error))
+        trace.model_reply(reply)
         messages.append(reply.message)
         calls = reply.message.tool_calls
         if not calls:
@@ -203,30 +230,40 @@ def run_task(
         stop = StopReason.STEP_LIMIT if steps == max_steps else None
         for raw in calls:
             requested.append(raw.name)
+            trace.tool_call(raw)
             call = parse_tool_call(raw)
-            handler_ran = False
+            refusal: str | None = None
             if call is None:
                 # A fixed code: the model's own malformed text is never echoed back.
-                observation: Observation = {"ok": False, "error": "malformed_tool_call"}
+                refusal = "malformed_tool_call"
             elif stop is StopReason.STEP_LIMIT:
-                observation = {"ok": False, "error": "step_limit"}
+                refusal = "step_limit"
             elif dispatched == max_tool_calls:
                 # The budget is spent mid-turn: the rest of this turn is refused,
                 # and the model is not asked again.
-                observation = {"ok": False, "error": "tool_call_limit"}
+                refusal = "tool_call_limit"
                 stop = StopReason.TOOL_CALL_LIMIT
+            if call is None or refusal is not None:
+                # Stopped by the loop itself: nothing ran, and the model gets a code.
+                outcome = ToolOutcome({"ok": False, "error": refusal}, handler_ran=False)
             else:
                 dispatched += 1
                 outcome = dispatcher.attempt(call)
-                observation, handler_ran = outcome.observation, outcome.handler_ran
+            trace.tool_outcome(raw, outcome)
+            if outcome.narrowing is not None:
+                # From the next call on, the run has only what was kept; scoped()
+                # intersects, so no tool can widen the run by asking to.
+                dispatcher = dispatcher.scoped(outcome.narrowing.kept)
+                narrowings.append(outcome.narrowing)
+                trace.scope_narrowed(outcome.narrowing)
             # A call whose handler ran is executed, whatever the model was told:
             # a handler that failed, or whose result was too large, still ran.
-            if handler_ran:
+            if outcome.handler_ran:
                 executed.append(raw.name)
             else:
-                refused.append((raw.name, str(observation["error"])))
+                refused.append((raw.name, str(outcome.observation["error"])))
             # Every call is answered, in the model's order, under its own id:
             # a provider rejects a transcript with an unanswered call.
-            messages.append(observation_message(raw.id, observation))
+            messages.append(observation_message(raw.id, outcome.observation))
         if stop is not None:
             return finish(stop)

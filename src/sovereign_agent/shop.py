@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
+from sovereign_agent.tools import Dispatcher, ExecutableTool, Setup, ToolCall
 
 __all__ = [
     "CURRENCY",
@@ -116,10 +116,12 @@ def build_tools(
     *,
     allowed: Iterable[str] = SHOP_TOOL_NAMES,
     before_write: Callable[[ToolCall], None] | None = None,
+    hints: bool = False,
 ) -> Dispatcher:
     """A dispatcher over its own copy of the shop, so no two runs share stock."""
     products = copy.deepcopy(list(shop["products"]))
     price_list = dict(PRICES_PENCE if prices is None else prices)
+    names = sorted(allowed)
     tools = (
         ExecutableTool(
             name="list_stock",
@@ -140,4 +142,17 @@ def build_tools(
             handler=lambda args: draft_order(products, price_list, args.sku, args.quantity),
         ),
     )
-    return Dispatcher(tools, allowed=allowed, before_write=before_write)
+    # The rows are this dispatcher's own, so a trace that writes them when a run
+    # starts records the stock that run began with. An authority is code, not
+    # data: a dispatcher with one has no setup a replay could rebuild.
+    setup = Setup(
+        "sovereign_agent.shop:build_tools",
+        {"shop": {"products": products}, "prices": price_list, "allowed": names, "hints": hints},
+    )
+    return Dispatcher(
+        tools,
+        allowed=names,
+        before_write=before_write,
+        hints=hints,
+        setup=setup if before_write is None else None,
+    )

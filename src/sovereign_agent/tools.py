@@ -7,6 +7,19 @@ safe to show it again; the operator gets a `ToolOutcome`, which also says
 whether the handler ran and, for a failure, what the model must never see.
 Errors a caller can act on are values; programming defects raise.
 
+Chapter 4 adds two options, both off unless asked for: safe hints, which let an
+`invalid_arguments` observation say which declared field failed and what it
+expects (from the schema alone, never from what the model sent), and a
+`Setup`, the recipe a trace records so that a replay can build the same
+dispatcher again.
+
+Chapter 7 lets a run's tools narrow while it runs, and never widen.
+`Dispatcher.scoped(names)` is a dispatcher that allows only what this one
+allows and `names` also holds. A handler that returns `Narrow` asks for the
+rest of its run to be scoped so; `attempt` works out against its own
+allowlist what that keeps, removes and asked for in vain (a `Narrowing`), and
+the loop applies it with `scoped`, records it, and tells the trace.
+
 The definitions below are the ones chapter 2 prints, line for line (a test
 compares their syntax trees with the latest learner file that defines them).
 """
@@ -15,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeVar
 
@@ -28,10 +41,15 @@ __all__ = [
     "Dispatcher",
     "ExecutableTool",
     "FailureStage",
+    "Narrow",
+    "Narrowing",
     "Observation",
+    "Setup",
     "ToolCall",
     "ToolFailure",
     "ToolOutcome",
+    "expected_value",
+    "safe_hints",
 ]
 
 Observation = dict[str, Any]
@@ -122,6 +140,43 @@ class ToolFailure:
 
 
 @dataclass(frozen=True)
+class Narrow:
+    """What a handler returns to narrow the rest of its run: the value, and the names to keep.
+
+    The model is told `value`, as from any handler. `keep` is a limit, not a
+    grant: the run keeps only the names it already allowed and `keep` holds.
+    `reason` is for the record: why the run narrowed.
+    """
+
+    value: Any
+    keep: frozenset[str]
+    reason: str
+
+    def __post_init__(self) -> None:
+        # A list or a string here would be a defect in the tool: a string would
+        # narrow by its letters. Loud, instead of a scope nobody meant.
+        if not isinstance(self.keep, frozenset):
+            raise TypeError(f"Narrow.keep must be a frozenset, not {type(self.keep).__name__}")
+
+
+@dataclass(frozen=True)
+class Narrowing:
+    """One narrowing of a run's tools, for the record: which call caused it, why, what it changed.
+
+    `kept` are the names the run may still use; `removed` the ones it could
+    use before and no longer can; `ignored` the names the tool asked to keep
+    that the run did not allow: asked for, never granted.
+    """
+
+    call_id: str
+    tool: str
+    reason: str
+    kept: tuple[str, ...]
+    removed: tuple[str, ...]
+    ignored: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class ToolOutcome:
     """Everything one request came to: what the model is told, and what only the operator sees.
 
@@ -129,12 +184,28 @@ class ToolOutcome:
     the handler was entered, whatever the observation says: a handler that
     raised, or whose result was too large, still ran. `failure` is set for
     every `tool_failed`, and `argument_problems` for every `invalid_arguments`.
+    `narrowing` is set when the handler returned a `Narrow`, whatever the
+    model was then told: the run narrows even if the value never reached it.
     """
 
     observation: Observation
     handler_ran: bool
     failure: ToolFailure | None = None
     argument_problems: tuple[ArgumentProblem, ...] = ()
+    narrowing: Narrowing | None = None
+
+
+@dataclass(frozen=True)
+class Setup:
+    """How to build a dispatcher again: an importable factory and the arguments it was given.
+
+    `factory` is `package.module:function`; `arguments` are the keyword
+    arguments, plain JSON data. A trace writes both when a run starts, so a
+    replay in another process, on another day, starts from the same tools.
+    """
+
+    factory: str
+    arguments: Mapping[str, Any]
 
 
 def _refusal(error: str) -> Observation:
@@ -158,6 +229,52 @@ def _argument_problems(error: ValidationError) -> tuple[ArgumentProblem, ...]:
     )
 
 
+def expected_value(schema: Mapping[str, Any]) -> str:
+    """What one JSON schema accepts, in a few words: its type, then its bounds."""
+    if "anyOf" in schema:
+        return " or ".join(expected_value(option) for option in schema["anyOf"])
+    if "enum" in schema:
+        return "one of " + ", ".join(json.dumps(value) for value in schema["enum"])
+    signs = {"exclusiveMinimum": ">", "minimum": ">=", "exclusiveMaximum": "<", "maximum": "<="}
+    bounds = [f"{sign} {schema[key]}" for key, sign in signs.items() if key in schema]
+    if "minLength" in schema or "maxLength" in schema:
+        low, high = schema.get("minLength", 0), schema.get("maxLength", "any number of")
+        bounds.append(f"of {low} to {high} characters")
+    if "pattern" in schema:
+        bounds.append(f"matching {schema['pattern']}")
+    kind = str(schema.get("type", "value"))
+    return f"{kind} {' and '.join(bounds)}" if bounds else kind
+
+
+def safe_hints(
+    parameters: Mapping[str, Any], problems: Iterable[ArgumentProblem]
+) -> list[dict[str, Any]]:
+    """What a refused request got wrong, in words built from the schema alone.
+
+    A hint names a field the schema declares and what that field expects. It
+    never repeats a value the model sent, nor a key the model invented: both
+    came from the model, and an observation must not carry them back.
+    """
+    declared: Mapping[str, Any] = parameters.get("properties", {})
+    hints: list[dict[str, Any]] = []
+    for problem in problems:
+        field = problem.location[0] if problem.location else None
+        if isinstance(field, str) and field in declared:
+            expected = expected_value(declared[field])
+            if problem.kind == "missing":
+                expected = "required: " + expected
+            hint: dict[str, Any] = {"field": field, "expected": expected}
+        elif problem.kind == "extra_forbidden":
+            # Which keys exist, never which one was sent.
+            names = ", ".join(sorted(declared)) or "none"
+            hint = {"field": None, "expected": f"only the declared fields: {names}"}
+        else:
+            hint = {"field": None, "expected": expected_value(parameters)}
+        if hint not in hints:
+            hints.append(hint)
+    return hints
+
+
 class Dispatcher:
     """Runs a requested tool only after every check before it has passed."""
 
@@ -168,6 +285,8 @@ class Dispatcher:
         allowed: Iterable[str],
         before_write: Callable[[ToolCall], None] | None = None,
         max_result_bytes: int = 16_384,
+        hints: bool = False,
+        setup: Setup | None = None,
     ) -> None:
         low, high = MAX_RESULT_BYTES_LIMITS
         if (
@@ -187,6 +306,8 @@ class Dispatcher:
         self._allowed: frozenset[str] = frozenset(allowed)
         self._before_write = before_write
         self._max_result_bytes = max_result_bytes
+        self._hints = hints
+        self._setup = setup
 
     @property
     def tools(self) -> Mapping[str, ExecutableTool[Any]]:
@@ -206,6 +327,35 @@ class Dispatcher:
     @property
     def max_result_bytes(self) -> int:
         return self._max_result_bytes
+
+    @property
+    def hints(self) -> bool:
+        """Whether an `invalid_arguments` observation carries safe hints."""
+        return self._hints
+
+    @property
+    def setup(self) -> Setup | None:
+        """How to build this dispatcher again, when whoever built it could say."""
+        return self._setup
+
+    def scoped(self, names: Iterable[str]) -> Dispatcher:
+        """The same tools, authority and bounds; allowed: what this one allows and `names` holds.
+
+        An intersection, so a scope can only narrow: a name this dispatcher
+        refuses stays refused, and scoping a scoped dispatcher shrinks it again.
+        It has no setup: this one's would build the wider dispatcher.
+        """
+        if isinstance(names, str):
+            # A string is an iterable of letters: scoped("list_stock") would
+            # quietly keep nothing. A mistake like that is refused instead.
+            raise TypeError("scoped() takes an iterable of tool names, not one string")
+        return Dispatcher(
+            self._tools.values(),
+            allowed=self._allowed & frozenset(names),
+            before_write=self._before_write,
+            max_result_bytes=self._max_result_bytes,
+            hints=self._hints,
+        )
 
     def schemas(self) -> list[dict[str, Any]]:
         """The schemas of the allowed tools, sorted by name: all a model is told exists."""
@@ -231,9 +381,12 @@ class Dispatcher:
             arguments = tool.arguments.model_validate(call.arguments, strict=True)
         except ValidationError as error:
             problems = _argument_problems(error)
-            return ToolOutcome(
-                _refusal("invalid_arguments"), handler_ran=False, argument_problems=problems
-            )
+            refusal = _refusal("invalid_arguments")
+            if self._hints:
+                # Built from the schema the model was already shown: a hint tells
+                # it nothing it was not told, and repeats nothing it sent.
+                refusal["hints"] = safe_hints(tool.arguments.model_json_schema(), problems)
+            return ToolOutcome(refusal, handler_ran=False, argument_problems=problems)
         # 3. A consequential tool with nobody to authorise it never runs.
         if tool.consequential and self._before_write is None:
             return ToolOutcome(_refusal("write_authority_required"), handler_ran=False)
@@ -247,8 +400,24 @@ class Dispatcher:
             value = tool.handler(arguments)
         except EXPECTED_FAILURES as error:
             return _failed("handler", error, handler_ran=True)
+        narrowing = None
+        if isinstance(value, Narrow):
+            # The handler asks to narrow the rest of its run. What that keeps,
+            # removes and asked for in vain is decided here, against what this
+            # dispatcher runs: naming a tool in `keep` never makes it allowed.
+            usable = self._allowed & self._tools.keys()
+            narrowing = Narrowing(
+                call_id=call.id,
+                tool=call.name,
+                reason=value.reason,
+                kept=tuple(sorted(usable & value.keep)),
+                removed=tuple(sorted(usable - value.keep)),
+                ignored=tuple(sorted(value.keep - usable)),
+            )
+            value = value.value
         # 5. Bound what goes back into the model's context. The handler has
-        #    already run by now: this refusal hides a result, it undoes nothing.
+        #    already run by now: this refusal hides a result, it undoes nothing
+        #    (and a narrowing the handler asked for still holds).
         #    json.dumps escapes every non-ASCII character, so its length in
         #    characters is its size in bytes. Keys are sorted as the loop will
         #    send them, so a value whose keys cannot be sorted ({1: "a", "b": 2})
@@ -257,7 +426,7 @@ class Dispatcher:
         try:
             encoded = json.dumps(observation, allow_nan=False, sort_keys=True)
         except EXPECTED_FAILURES as error:
-            return _failed("result", error, handler_ran=True)
+            return replace(_failed("result", error, handler_ran=True), narrowing=narrowing)
         if len(encoded) > self._max_result_bytes:
-            return ToolOutcome(_refusal("result_too_large"), handler_ran=True)
-        return ToolOutcome(observation, handler_ran=True)
+            return ToolOutcome(_refusal("result_too_large"), handler_ran=True, narrowing=narrowing)
+        return ToolOutcome(observation, handler_ran=True, narrowing=narrowing)

@@ -37,6 +37,12 @@ CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
         # Exercise B adds the `repeated_refusal` stop reason to the loop.
         "solutions": frozenset({"StopReason", "run_task"}),
     },
+    4: {
+        # The exercises add functions beside the chapter's code; none of the
+        # chapter's definitions changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
     5: {
         # Both exercises add operator actions (and a migration) beside the
         # chapter's store; none of the chapter's definitions changes.
@@ -46,6 +52,18 @@ CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
     6: {
         # Both exercises add operator actions beside the chapter's; none of
         # the chapter's definitions changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
+    7: {
+        # Both exercises add functions beside the chapter's reader, discovery
+        # and load_skill (a review, and reference files); none of them changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
+    8: {
+        # Both exercises add tools beside the chapter's read_document (a
+        # listing, and notes by reference); none of the chapter's code changes.
         "exercises": frozenset(),
         "solutions": frozenset(),
     },

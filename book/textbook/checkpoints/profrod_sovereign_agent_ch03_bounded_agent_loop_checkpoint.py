@@ -103,16 +103,15 @@ def show_run(record: RunRecord) -> None:
 
 
 def drafts_in(record: RunRecord) -> list[dict[str, Any]]:
-    """The drafts a run produced, found by matching each answer to its call by id."""
-    names = {
-        call.id: call.name
-        for message in record.messages
-        if isinstance(message, AssistantMessage)
-        for call in message.tool_calls
-    }
+    """The drafts a run produced, each answer matched by id to a call of the turn it answers."""
     drafts = []
+    names: dict[str, str] = {}
     for message in record.messages:
-        if isinstance(message, ToolMessage) and names.get(message.tool_call_id) == "draft_order":
+        if isinstance(message, AssistantMessage):
+            # Only this turn's ids: a later reply that reuses an id must not
+            # turn an earlier answer (a stock report, say) into a draft.
+            names = {call.id: call.name for call in message.tool_calls}
+        elif isinstance(message, ToolMessage) and names.get(message.tool_call_id) == "draft_order":
             observation = json.loads(message.content)
             if observation["ok"]:
                 drafts.append(observation["value"])

@@ -1,0 +1,152 @@
+"""`python -m sovereign_agent.evaluate SUITE.toml`: run a suite, print its figures per variant.
+
+    python -m sovereign_agent.evaluate SUITE.toml --repeat N --seed S [--json FILE] [--quiet]
+
+Exit status: 0 when the suite ran (whatever its pass rates), 2 when the suite,
+the options or the model cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from sovereign_agent.evaluate.report import format_report, to_json
+from sovereign_agent.evaluate.run import ModelFactory, run_suite
+from sovereign_agent.evaluate.suite import Suite, SuiteError, load_suite
+from sovereign_agent.models import MODEL_VARIABLE, ModelError, model_from_env
+
+EPILOG = """\
+Offline (the default), every run is played by a scripted stand-in that does
+the re-order job and slips as the suite's [model] table says: a quantity sent
+as text, a tool nobody offered, a misspelled sku. The slips are drawn from the
+seed, so the same seed prints the same table. It chooses tools by the words of
+their names and descriptions: comparing descriptions with it is a smoke test
+of the measuring, not a study of how a model reads.
+
+With SOVEREIGN_MODEL naming a provider (see chapter 1), every run asks that
+model instead: the same tasks, tools, bounds and expectations; the slips and
+the seed then play no part, and each run costs a real request or several.
+
+columns: pass rate (runs whose every expectation held); steps and tool calls
+(means per run); invalid choices (calls refused for the tool, the arguments
+or the syntax the model chose, over all calls); recovery (refused or failed
+calls followed by a corrected one, over all such calls).
+"""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m sovereign_agent.evaluate",
+        description="Run an evaluation suite and print pass rate, steps, tool calls, "
+        "invalid choices, recovery and tool confusion per variant.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("suite", type=Path, metavar="SUITE.toml", help="the suite to run")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=10,
+        metavar="N",
+        help="runs of each task per variant (default 10)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="seed of the planted slips (default 0)"
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return parser
+
+
+def _models(environ: dict[str, str]) -> tuple[ModelFactory | None, str]:
+    """The model factory and how to describe it; None means the suite's scripted stand-in."""
+    choice = environ.get(MODEL_VARIABLE, "").strip() or "offline"
+    if choice == "offline":
+        return None, ""
+    first = model_from_env(environ)  # raises ModelError for a choice it cannot build
+    return (lambda rng: model_from_env(environ)), first.label
+
+
+def _header(suite: Suite, path: Path, repeat: int, seed: int, real_model: str) -> list[str]:
+    runs = len(suite.tasks) * repeat
+    if real_model:
+        model = (
+            f"model: {real_model} ({MODEL_VARIABLE}); the planted slips and the seed play no part"
+        )
+    else:
+        slips = suite.model
+        model = (
+            f"model: offline stand-in, seed {seed}; slips per call: quantity as text "
+            f"{slips.quantity_as_text:g}, invented tool {slips.invented_tool:g}, "
+            f"wrong sku {slips.wrong_sku:g}"
+        )
+    return [
+        f"suite: {suite.name} ({path.name})",
+        model,
+        f"runs: {len(suite.tasks)} task(s) x {repeat} repeat(s) = {runs} per variant; "
+        f"bounds {suite.max_steps} steps, {suite.max_tool_calls} tool calls",
+        "",
+    ]
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    # A temporary file beside the target, then a rename: a crash leaves the
+    # old file whole, never half a report.
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = _parser().parse_args(argv)
+    if options.repeat < 1:
+        print("error: --repeat must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        suite = load_suite(options.suite)
+        models, real_model = _models(dict(os.environ))
+    except (SuiteError, ModelError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    results = run_suite(
+        suite,
+        repeat=options.repeat,
+        seed=options.seed,
+        models=models,
+        progress=None if options.quiet else progress,
+    )
+    print("\n".join(_header(suite, options.suite, options.repeat, options.seed, real_model)))
+    print("\n".join(format_report(results)))
+    if options.json is not None:
+        document = {
+            "suite": suite.name,
+            "repeat": options.repeat,
+            "seed": None if real_model else options.seed,
+            "model": real_model or "offline stand-in",
+            "variants": to_json(results),
+        }
+        try:
+            _write_atomically(options.json, json.dumps(document, indent=2) + "\n")
+        except OSError as error:
+            print(f"error: cannot write {options.json}: {error.strerror}", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+"""An evaluation suite in TOML: the shop, the planted slips, the variants to compare, the tasks.
+
+    name = "Lucy's morning re-order"
+    max_steps = 6
+    max_tool_calls = 10
+
+    [shop]                      # the shop every task starts from
+    products = [{ sku = "SKU-VANILLA", name = "Vanilla", on_hand = 2, reorder_point = 8 }, ...]
+    prices = { SKU-VANILLA = 250, ... }
+
+    [model]                     # the offline stand-in, and how often it slips
+    quantity_as_text = 0.2
+    invented_tool = 0.1
+    wrong_sku = 0.1
+
+    [[variants]]                # what is compared: the tools' descriptions, hints, code
+    name = "full descriptions"
+    descriptions = "full"       # full | names | shuffled
+    hints = false
+    factory = "sovereign_agent.evaluate.variants:variant_tools"   # the default
+
+    [[tasks]]
+    name = "morning plan"
+    text = "Plan this morning's re-order."
+    stock = { SKU-VANILLA = 9 } # optional: on_hand for this task only
+    [tasks.expect]              # optional keys, each one check
+    stop_reason = "final_answer"
+    drafts = { SKU-VANILLA = 6, SKU-STRAWBERRY = 4 }
+    total_pence = 2600
+    on_hand = { SKU-VANILLA = 2 }
+    steps_at_most = 4
+    never_executed = ["place_order"]
+
+A mistake in a suite is reported with the file and the key that holds it,
+never turned into a default: a suite that silently checks less than it says
+would measure nothing while looking as if it did. A suite names code to run
+(its factories), so it is a program: run only suites you trust.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+__all__ = [
+    "DEFAULT_FACTORY",
+    "Expectations",
+    "ModelSlips",
+    "Product",
+    "ShopFixture",
+    "Suite",
+    "SuiteError",
+    "Task",
+    "Variant",
+    "load_suite",
+]
+
+_STRICT = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+Count = Annotated[int, Field(ge=0)]
+Chance = Annotated[float, Field(ge=0.0, le=1.0)]
+Name = Annotated[str, Field(min_length=1, max_length=80)]
+
+
+class SuiteError(Exception):
+    """A suite that cannot be used as written: names the file and the key."""
+
+
+class Product(BaseModel):
+    model_config = _STRICT
+
+    sku: Name
+    name: Name
+    on_hand: Count
+    reorder_point: Count
+
+
+class ShopFixture(BaseModel):
+    model_config = _STRICT
+
+    products: list[Product] = Field(min_length=1)
+    prices: dict[str, Annotated[int, Field(gt=0)]]
+
+    @model_validator(mode="after")
+    def _one_row_per_sku(self) -> ShopFixture:
+        skus = [product.sku for product in self.products]
+        if len(set(skus)) != len(skus):
+            raise ValueError("a sku is listed twice")
+        return self
+
+
+class ModelSlips(BaseModel):
+    """How often the offline stand-in slips, each a chance per call it writes."""
+
+    model_config = _STRICT
+
+    quantity_as_text: Chance = 0.0
+    invented_tool: Chance = 0.0
+    wrong_sku: Chance = 0.0
+
+
+DEFAULT_FACTORY = "sovereign_agent.evaluate.variants:variant_tools"
+
+
+class Variant(BaseModel):
+    """One way of building the tools: how they are described, hints, and which code builds them.
+
+    `factory` names a function (`package.module:function`, or `file.py:function`
+    beside the suite) called as `factory(shop, prices, descriptions=..., hints=...)`
+    that returns a dispatcher: to compare two versions of the tools' code, or to
+    plant a regression and check that the suite notices.
+    """
+
+    model_config = _STRICT
+
+    name: Name
+    descriptions: Literal["full", "names", "shuffled"] = "full"
+    hints: bool = False
+    factory: str = Field(default=DEFAULT_FACTORY, pattern=r"^[\w./-]+:\w+$")
+
+
+class Expectations(BaseModel):
+    """What must hold at the end of a run; a key left out is not checked."""
+
+    model_config = _STRICT
+
+    stop_reason: (
+        Literal["final_answer", "step_limit", "tool_call_limit", "model_error", "duplicate_call_id"]
+        | None
+    ) = None
+    drafts: dict[str, Annotated[int, Field(gt=0)]] | None = None
+    total_pence: Count | None = None
+    on_hand: dict[str, Count] | None = None
+    steps_at_most: Annotated[int, Field(ge=1)] | None = None
+    never_executed: list[Name] | None = None
+
+
+class Task(BaseModel):
+    model_config = _STRICT
+
+    name: Name
+    text: str = Field(min_length=1)
+    stock: dict[str, Count] = Field(default_factory=dict)
+    expect: Expectations
+
+    @model_validator(mode="after")
+    def _expects_something(self) -> Task:
+        if not self.expect.model_fields_set:
+            raise ValueError("[tasks.expect] checks nothing; a task must expect something")
+        return self
+
+
+class Suite(BaseModel):
+    model_config = _STRICT
+
+    name: Name
+    max_steps: Annotated[int, Field(ge=1, le=100)]
+    max_tool_calls: Annotated[int, Field(ge=1, le=1000)]
+    system: str | None = None
+    shop: ShopFixture
+    model: ModelSlips = ModelSlips()
+    variants: list[Variant] = Field(min_length=1)
+    tasks: list[Task] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Suite:
+        known = {product.sku for product in self.shop.products}
+        for label, names in (
+            ("variants", [variant.name for variant in self.variants]),
+            ("tasks", [task.name for task in self.tasks]),
+        ):
+            if len(set(names)) != len(names):
+                raise ValueError(f"two {label} share a name")
+        for task in self.tasks:
+            for field, skus in (
+                ("stock", task.stock),
+                ("expect.drafts", task.expect.drafts or {}),
+                ("expect.on_hand", task.expect.on_hand or {}),
+            ):
+                unknown = sorted(set(skus) - known)
+                if unknown:
+                    raise ValueError(
+                        f"task {task.name!r}: {field} names an unknown sku {unknown[0]}"
+                    )
+        return self
+
+
+def _key(location: tuple[int | str, ...]) -> str:
+    text = ""
+    for part in location:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or "(the whole suite)"
+
+
+def load_suite(path: Path) -> Suite:
+    """The suite in `path`, checked; any mistake is a SuiteError naming the file and the key."""
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SuiteError(f"{path}: cannot read it: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise SuiteError(f"{path}: not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as error:
+        raise SuiteError(f"{path}: not valid TOML: {error}") from None
+    try:
+        suite = Suite.model_validate(data)
+    except ValidationError as error:
+        problems = error.errors(include_url=False, include_input=False)
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        message = first["msg"].removeprefix("Value error, ")
+        raise SuiteError(f"{path}: {_key(tuple(first['loc']))}: {message}{more}") from None
+    # A factory in a file is found beside the suite, wherever the command runs.
+    variants = [
+        variant.model_copy(update={"factory": str(path.parent / variant.factory)})
+        if variant.factory.split(":")[0].endswith(".py")
+        and not Path(variant.factory.split(":")[0]).is_absolute()
+        else variant
+        for variant in suite.variants
+    ]
+    return suite.model_copy(update={"variants": variants})

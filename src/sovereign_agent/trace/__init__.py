@@ -1,0 +1,41 @@
+"""Chapter 4's traces: every run written down as it happens, read back, replayed and counted.
+
+- `format`: the trace format (version 1), the schema fingerprint, the reader;
+- `recorder`: what `run_task` tells as it runs, and the sinks that keep it
+  (`SOVEREIGN_TRACE=path.jsonl` appends every run to that file);
+- `replay`: a recorded run again, offline, against today's runtime;
+- `summary`: every refusal and stop, counted by class.
+
+`python -m sovereign_agent.trace replay|summary TRACE.jsonl` is the command line.
+The format is described field by field in `TRACE_FORMAT.md`, beside this file.
+"""
+
+from sovereign_agent.trace.format import (
+    FORMAT_VERSION,
+    RecordedRun,
+    TraceFormatError,
+    parse_trace,
+    read_trace,
+    schema_fingerprint,
+)
+from sovereign_agent.trace.recorder import (
+    TRACE_VARIABLE,
+    JsonLinesFile,
+    Recorder,
+    TraceWriteError,
+    recorder_from_env,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "TRACE_VARIABLE",
+    "JsonLinesFile",
+    "RecordedRun",
+    "Recorder",
+    "TraceFormatError",
+    "TraceWriteError",
+    "parse_trace",
+    "read_trace",
+    "recorder_from_env",
+    "schema_fingerprint",
+]

@@ -1,0 +1,588 @@
+"""Writing a run down as it happens: the recorder `run_task` talks to, and where its events go.
+
+`run_task` tells its recorder six things, in the loop's order: a run started,
+the model is asked, the model replied, a call is taken up, a call's outcome,
+the run finished; and a seventh when a call narrowed the run's tools. The
+recorder turns each into one event (see `format.py`) and hands it to a sink:
+a trace file, a list, or the replay's comparison.
+Without a sink it returns at once, so a run nobody traces pays next to nothing.
+
+`SOVEREIGN_TRACE=path.jsonl` gives every run a sink that appends to that file,
+one line per event (see `JsonLinesFile` for when the lines reach the disk).
+What a trace must never hold is an API key: no eight characters in a row of
+the value of any variable named `*_API_KEY`, `*_TOKEN`, `*_SECRET` or
+`*_PASSWORD` are written; and since a provider's error text may quote a
+shorter piece of a key, only a model error's class is written, never its words.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+
+from sovereign_agent.models import AssistantToolCall, Message, ModelClient, ModelReply
+from sovereign_agent.tools import Dispatcher, Narrowing, ToolOutcome
+from sovereign_agent.trace.format import FORMAT_VERSION, schema_fingerprint
+
+if TYPE_CHECKING:
+    # Only for the annotation: the loop imports this module, not the other way round.
+    from sovereign_agent.loop import RunRecord
+
+__all__ = [
+    "MIN_SECRET_FRAGMENT",
+    "TRACE_VARIABLE",
+    "WRITE_EVERY_S",
+    "JsonLinesFile",
+    "Recorder",
+    "Sink",
+    "TraceFile",
+    "TraceWriteError",
+    "encode_event",
+    "holds_secret",
+    "recorder_from_env",
+    "redact",
+    "secrets_from_env",
+    "trace_file",
+]
+
+TRACE_VARIABLE = "SOVEREIGN_TRACE"
+# A key is redacted wherever any run of this many of its characters appears.
+# Shorter pieces (a provider's "...a1b2") are kept out another way: the
+# provider's error text is never written at all.
+MIN_SECRET_FRAGMENT = 8
+_SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+_REDACTED = "***"
+# The longest a trace file may lag behind a run that is waiting on its model.
+WRITE_EVERY_S = 1.0
+
+Sink = Callable[[dict[str, Any]], None]
+
+
+class TraceWriteError(Exception):
+    """The trace could not be written: a run is never traced in part without saying so."""
+
+
+def secrets_from_env(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The values of variables that by their names hold keys, long enough to be one.
+
+    Names are matched as the convention writes them, in capitals.
+    """
+    # Names first, values only for the few that match: decoding every value of
+    # the environment for every run would cost a noticeable part of the run.
+    names = [name for name in environ if name.endswith(_SECRET_SUFFIXES)]
+    values = (environ[name].strip() for name in names)
+    return tuple(value for value in values if len(value) >= MIN_SECRET_FRAGMENT)
+
+
+@functools.lru_cache(maxsize=32)
+def _fragments(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(
+        dict.fromkeys(
+            secret[start : start + MIN_SECRET_FRAGMENT]
+            for secret in secrets
+            for start in range(len(secret) - MIN_SECRET_FRAGMENT + 1)
+        )
+    )
+
+
+@functools.lru_cache(maxsize=32)
+def _spelled_fragments(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
+    # How each fragment may appear in a line: as it is, and as JSON escapes it.
+    return tuple(
+        dict.fromkeys(
+            spelling
+            for fragment in _fragments(secrets)
+            for spelling in (
+                fragment.encode("utf-8", "surrogatepass"),
+                json.dumps(fragment)[1:-1].encode("ascii"),
+            )
+        )
+    )
+
+
+def holds_secret(line: bytes, secrets: Sequence[str]) -> bool:
+    """Whether any `MIN_SECRET_FRAGMENT` characters in a row of a secret appear in `line`."""
+    return any(fragment in line for fragment in _spelled_fragments(tuple(secrets)))
+
+
+def _redact_text(text: str, fragments: tuple[str, ...]) -> str:
+    # Every stretch of text covered by fragments, overlapping or touching, goes
+    # as a whole: replacing fragment by fragment would leave a key's last few
+    # characters behind, the very ones providers print to identify a key.
+    covered: list[tuple[int, int]] = []
+    for fragment in fragments:
+        start = text.find(fragment)
+        while start != -1:
+            covered.append((start, start + len(fragment)))
+            start = text.find(fragment, start + 1)
+    if not covered:
+        return text
+    pieces, end = [], 0
+    for start, stop in sorted(covered):
+        if start > end:
+            pieces += [text[end:start], _REDACTED]
+        elif not pieces:
+            pieces.append(_REDACTED)
+        end = max(end, stop)
+    pieces.append(text[end:])
+    return "".join(pieces)
+
+
+def redact(value: Any, secrets: Sequence[str]) -> Any:
+    """`value` with every run of `MIN_SECRET_FRAGMENT` characters of a secret replaced.
+
+    It works on the values, keys included, not on the JSON text, so a redacted
+    event is still valid JSON whatever characters the secret holds.
+    """
+    fragments = _fragments(tuple(secrets))
+    if isinstance(value, str):
+        return _redact_text(value, fragments)
+    if isinstance(value, dict):
+        return {redact(key, secrets): redact(item, secrets) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(item, secrets) for item in value]
+    return value
+
+
+def encode_event(event: Mapping[str, Any]) -> bytes:
+    """One event as a line of compact JSON in UTF-8.
+
+    Pydantic's serializer, four times faster than the standard library's here,
+    which matters: a run writes a dozen events. Text a provider sent may hold a
+    lone surrogate, which UTF-8 cannot carry; then the standard library writes
+    the line with escapes instead.
+    """
+    try:
+        return pydantic_core.to_json(event) + b"\n"
+    except pydantic_core.PydanticSerializationError:
+        pass
+    try:
+        return json.dumps(event, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+    except (TypeError, ValueError) as error:
+        # A setup whose arguments are not plain data: a defect to report, not to skip.
+        raise TraceWriteError(
+            f"a {event['event']} event holds data that is not JSON: {error}"
+        ) from None
+
+
+class TraceFile:
+    """One trace file, for the whole process: its open descriptor and the lines not yet written.
+
+    Opening and closing the file for every run cost more than recording the
+    run, so the descriptor is kept, and opened again (as the standard library's
+    WatchedFileHandler does) when the path no longer names the file it points
+    at: deleted, or rotated away. Lines wait here until a sink asks for them to
+    be written; any still waiting when the interpreter exits (an exception
+    escaped a run, say) are written then.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.pending: list[bytes] = []
+        self._lock = threading.Lock()
+        self._descriptor: int | None = None
+        self._checked_at = 0.0
+
+    def _open(self) -> int:
+        # Called with the lock held.
+        now = time.monotonic()
+        if self._descriptor is not None and now - self._checked_at >= WRITE_EVERY_S:
+            # Whether the path still names our file, looked at once a second at
+            # most: two system calls per run would cost a noticeable part of it.
+            self._checked_at = now
+            try:
+                current = os.path.samestat(os.fstat(self._descriptor), os.stat(self.path))
+            except OSError:
+                current = False
+            if not current:
+                os.close(self._descriptor)
+                self._descriptor = None
+        if self._descriptor is None:
+            flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+            self._descriptor = os.open(self.path, flags, 0o644)
+            self._checked_at = now
+        return self._descriptor
+
+    def open(self) -> None:
+        """Open the file for appending unless it is open: a run learns now that it cannot be."""
+        if self._descriptor is None:
+            self.write()
+
+    def write(self) -> None:
+        """Append every pending line in one write, or just open the file when none waits.
+
+        One write with O_APPEND: a batch lands whole at the end of the file,
+        even when several processes append to the same trace. Opening alone
+        is how a run learns, before it starts, that the file cannot be written.
+        """
+        try:
+            with self._lock:
+                data = b"".join(self.pending)
+                self.pending.clear()
+                view = memoryview(data)
+                descriptor = self._open()
+                while view:
+                    view = view[os.write(descriptor, view) :]
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise TraceWriteError(
+                f"{TRACE_VARIABLE}: cannot append to {self.path}: {reason}"
+            ) from None
+
+    def close(self) -> None:
+        """Write what is still pending, then close; at exit a failure can only go to stderr."""
+        count = len(self.pending)
+        try:
+            if count:
+                self.write()
+        except TraceWriteError as error:
+            print(f"{error} ({count} events not written)", file=sys.stderr)
+        with self._lock:
+            if self._descriptor is not None:
+                os.close(self._descriptor)
+                self._descriptor = None
+
+
+_TRACE_FILES: dict[str, TraceFile] = {}
+_TRACE_FILES_LOCK = threading.Lock()
+
+
+def trace_file(path: Path) -> TraceFile:
+    """The process's one `TraceFile` for `path`, made the first time it is asked for."""
+    # Absolute now: a later change of directory must not move the trace.
+    where = os.path.abspath(path)
+    with _TRACE_FILES_LOCK:
+        found = _TRACE_FILES.get(where)
+        if found is None:
+            found = _TRACE_FILES[where] = TraceFile(where)
+        return found
+
+
+def _close_trace_files() -> None:
+    with _TRACE_FILES_LOCK:
+        files = list(_TRACE_FILES.values())
+    for file in files:
+        file.close()
+
+
+atexit.register(_close_trace_files)
+
+
+class JsonLinesFile:
+    """A sink that appends events to a file, one line of JSON each.
+
+    Lines are written in batches, because a write per event would cost more
+    than the run it records: when the run finishes, and before a model request
+    if a second has passed since the last write. Against a real model, whose
+    replies take seconds, that is before every request, so the file is never
+    behind a run that is waiting on its model, the wait a process is most
+    likely to die in. Lines left waiting by a run that raised are written with
+    the next batch for the same file, or when the interpreter exits.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        secrets: Sequence[str] = (),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.path = path
+        self._file = trace_file(path)
+        self._secrets = tuple(secrets)
+        self._clock = clock
+        self._written_at = clock()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event["event"]
+        if kind == "run_started":
+            # Opens the file (once per process): a trace that cannot be written
+            # stops the run here, before the model is asked anything.
+            self._file.open()
+        line = encode_event(event)
+        if self._secrets and holds_secret(line, self._secrets):
+            line = encode_event(redact(event, self._secrets))
+        self._file.pending.append(line)
+        if kind == "run_finished" or (
+            kind == "model_request" and self._clock() - self._written_at >= WRITE_EVERY_S
+        ):
+            self._file.write()
+            self._written_at = self._clock()
+
+
+def _new_run_id() -> str:
+    return os.urandom(16).hex()
+
+
+# Fingerprints of the tools offered, by the offer's compact JSON: a run offers
+# the same schemas at every step, and that JSON costs a fraction of the
+# canonical JSON a fingerprint hashes. Equal JSON is equal data, so the cache
+# never answers wrongly; it is only emptied when it grows past its bound.
+_OFFERS: dict[bytes, tuple[str, ...]] = {}
+_OFFERS_KEPT = 256
+
+
+def _fingerprints(tools: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    key = pydantic_core.to_json(tools)
+    fingerprints = _OFFERS.get(key)
+    if fingerprints is None:
+        if len(_OFFERS) >= _OFFERS_KEPT:
+            _OFFERS.clear()
+        fingerprints = _OFFERS[key] = tuple(schema_fingerprint(schema) for schema in tools)
+    return fingerprints
+
+
+class Recorder:
+    """Turns what `run_task` tells it into trace events, in order, for one run at a time.
+
+    The clocks and the run ids are parameters so that a test, or a chapter's
+    listing, can make a trace that is the same on every run. Each event is
+    built whole, in one dictionary display, with its fields in the order the
+    format lists them: a run writes a dozen events, and this is its cost.
+    """
+
+    def __init__(
+        self,
+        sink: Sink | None,
+        *,
+        clock: Callable[[], int] = time.perf_counter_ns,
+        wall_clock: Callable[[], int] = time.time_ns,
+        new_run_id: Callable[[], str] = _new_run_id,
+    ) -> None:
+        self._sink = sink
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._new_run_id = new_run_id
+        self._run = ""
+        self._seq = 0
+        self._step = 0
+        self._offered: dict[str, str] = {}
+        self._last_offer: Sequence[dict[str, Any]] | None = None
+        self._defined: set[str] = set()
+        self._tokens: list[int | None] = [None, None]
+        self._started_ns = self._asked_ns = self._called_ns = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self._sink is not None
+
+    def _next(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def run_started(
+        self,
+        model: ModelClient,
+        dispatcher: Dispatcher,
+        task: str,
+        *,
+        system: str | None,
+        max_steps: int,
+        max_tool_calls: int,
+    ) -> None:
+        if self._sink is None:
+            return
+        self._run = self._new_run_id()
+        self._seq = self._step = 0
+        self._offered, self._last_offer, self._defined = {}, None, set()
+        self._tokens = [None, None]
+        name = getattr(model, "model", None)
+        setup = dispatcher.setup
+        self._started_ns = self._clock()
+        self._sink(
+            {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "run_started",
+                "gen_ai.operation.name": "invoke_agent",
+                "time_unix_nano": self._wall_clock(),
+                "model": model.label,
+                "gen_ai.request.model": name if isinstance(name, str) else None,
+                "task": task,
+                "gen_ai.system_instructions": system,
+                "max_steps": max_steps,
+                "max_tool_calls": max_tool_calls,
+                "hints": dispatcher.hints,
+                # The setup's own objects, not a copy: a sink writes the event at
+                # once (a file, the replay), so it records the stock the run began with.
+                "setup": None
+                if setup is None
+                else {"factory": setup.factory, "arguments": setup.arguments},
+            }
+        )
+
+    def model_request(self, messages: Sequence[Message], tools: Sequence[dict[str, Any]]) -> None:
+        if self._sink is None:
+            return
+        self._step += 1
+        self._asked_ns = self._clock()
+        definitions: list[dict[str, Any]] = []
+        # Most steps offer what the step before offered: equal data, equal fingerprints.
+        if tools != self._last_offer:
+            self._offered = {}
+            for schema, fingerprint in zip(tools, _fingerprints(tools), strict=True):
+                self._offered[schema["function"]["name"]] = fingerprint
+                # Each schema is written in full once per run, the first time it
+                # is offered; after that its fingerprint stands for it.
+                if fingerprint not in self._defined:
+                    self._defined.add(fingerprint)
+                    definitions.append(schema)
+            self._last_offer = tools
+        self._sink(
+            {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "model_request",
+                "gen_ai.operation.name": "chat",
+                "step": self._step,
+                "messages": len(messages),
+                "tools": self._offered,
+                "gen_ai.tool.definitions": definitions,
+            }
+        )
+
+    def model_reply(self, reply: ModelReply) -> None:
+        if self._sink is None:
+            return
+        usage = reply.usage
+        if usage is not None:
+            self._tokens = [
+                (self._tokens[0] or 0) + usage.input_tokens,
+                (self._tokens[1] or 0) + usage.output_tokens,
+            ]
+        self._sink(
+            {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "model_reply",
+                "gen_ai.operation.name": "chat",
+                "step": self._step,
+                "gen_ai.response.model": reply.model,
+                "gen_ai.response.finish_reasons": [reply.finish_reason]
+                if reply.finish_reason
+                else [],
+                "gen_ai.usage.input_tokens": None if usage is None else usage.input_tokens,
+                "gen_ai.usage.output_tokens": None if usage is None else usage.output_tokens,
+                "duration_ns": self._clock() - self._asked_ns,
+                "content": reply.message.content,
+                "tool_calls": [
+                    {"id": call.id, "name": call.name, "arguments": call.arguments_json}
+                    for call in reply.message.tool_calls
+                ],
+            }
+        )
+
+    def tool_call(self, raw: AssistantToolCall) -> None:
+        if self._sink is None:
+            return
+        self._called_ns = self._clock()
+        self._sink(
+            {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "tool_call",
+                "gen_ai.operation.name": "execute_tool",
+                "step": self._step,
+                "gen_ai.tool.name": raw.name,
+                "gen_ai.tool.call.id": raw.id,
+                "gen_ai.tool.call.arguments": raw.arguments_json,
+            }
+        )
+
+    def tool_outcome(self, raw: AssistantToolCall, outcome: ToolOutcome) -> None:
+        if self._sink is None:
+            return
+        observation = outcome.observation
+        failure = outcome.failure
+        self._sink(
+            {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "tool_outcome",
+                "gen_ai.operation.name": "execute_tool",
+                "step": self._step,
+                "gen_ai.tool.name": raw.name,
+                "gen_ai.tool.call.id": raw.id,
+                "code": "ok" if observation.get("ok") is True else str(observation["error"]),
+                "handler_ran": outcome.handler_ran,
+                "duration_ns": self._clock() - self._called_ns,
+                "schema_fingerprint": self._offered.get(raw.name),
+                "gen_ai.tool.call.result": observation,
+                # What the model is never told, written for the operator.
+                "failure_stage": None if failure is None else failure.stage,
+                "exception.type": None if failure is None else failure.error_type,
+                "exception.message": None if failure is None else failure.message,
+                "argument_problems": [
+                    {"location": list(problem.location), "kind": problem.kind}
+                    for problem in outcome.argument_problems
+                ],
+            }
+        )
+
+    def scope_narrowed(self, narrowing: Narrowing) -> None:
+        if self._sink is None:
+            return
+        self._sink(
+            {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "scope_narrowed",
+                "gen_ai.operation.name": "execute_tool",
+                "step": self._step,
+                "gen_ai.tool.name": narrowing.tool,
+                "gen_ai.tool.call.id": narrowing.call_id,
+                "reason": narrowing.reason,
+                "kept": list(narrowing.kept),
+                "removed": list(narrowing.removed),
+                "ignored": list(narrowing.ignored),
+            }
+        )
+
+    def run_finished(self, record: RunRecord) -> None:
+        if self._sink is None:
+            return
+        self._sink(
+            {
+                "v": FORMAT_VERSION,
+                "run": self._run,
+                "seq": self._next(),
+                "event": "run_finished",
+                "gen_ai.operation.name": "invoke_agent",
+                "stop_reason": str(record.stop_reason),
+                "steps": record.steps,
+                "answer": record.answer,
+                # The class only: a provider's own words may quote part of a key.
+                "error.type": None if record.error is None else record.error.split(":")[0],
+                "requested": list(record.requested),
+                "executed": list(record.executed),
+                "refused": [list(pair) for pair in record.refused],
+                "duration_ns": self._clock() - self._started_ns,
+                "gen_ai.usage.input_tokens": self._tokens[0],
+                "gen_ai.usage.output_tokens": self._tokens[1],
+            }
+        )
+
+
+def recorder_from_env(environ: Mapping[str, str] | None = None) -> Recorder:
+    """A recorder that appends to the file `SOVEREIGN_TRACE` names, or one that records nothing."""
+    env = os.environ if environ is None else environ
+    path = env.get(TRACE_VARIABLE, "").strip()
+    if not path:
+        return Recorder(None)
+    return Recorder(JsonLinesFile(Path(path), secrets=secrets_from_env(env)))

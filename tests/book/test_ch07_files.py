@@ -1,0 +1,196 @@
+"""Chapter 7's reader files: the checkpoint's facts, the learner file, and a runtime without YAML.
+
+The runtime's `sovereign_agent.skills` is the code the chapter teaches. The
+skills extra is optional: `import sovereign_agent`, and every earlier
+chapter's code, must work on a machine where PyYAML is not installed.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
+from verifying import verify
+
+import sovereign_agent.skills
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTBOOK = ROOT / "book/textbook"
+CHAPTER = TEXTBOOK / "ch07_skills.md"
+CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch07_skills_checkpoint.py"
+LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch07_skills_learner.py"
+RUNTIME = Path(sovereign_agent.skills.__file__)
+PROVIDER_VARIABLES = (
+    "SOVEREIGN_MODEL",
+    "SOVEREIGN_TRACE",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+)
+
+# The facts the chapter promises, written out independently of the code.
+FACTS = (
+    "skills: bulk-buyer, morning-reorder, price-check",
+    "narrowed by load_skill [call-1]: skill morning-reorder",
+    "  kept: draft_order, list_stock",
+    "  removed: load_skill, supplier",
+    "draft SKU-VANILLA: 6 tubs, 1500 pence",
+    "draft SKU-STRAWBERRY: 4 tubs, 1100 pence",
+    "drafts total: 2600 pence",
+    "narrowed by load_skill [call-1]: skill bulk-buyer",
+    "  kept: list_stock",
+    "  removed: draft_order, load_skill, supplier",
+    "  ignored: place_order",
+    "refused: place_order (tool_not_allowed), draft_order (tool_not_allowed)",
+    "orders placed: 0",
+    "vanilla on hand: 2",
+)
+# Python, with PyYAML made impossible to import, as on a machine without the extra.
+WITHOUT_YAML = "import sys; sys.modules['yaml'] = None\n"
+
+
+def definitions(path: Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.name: ast.dump(node, include_attributes=False)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+    }
+
+
+def constants(path: Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        target.id: ast.dump(node.value, include_attributes=False)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id != "__all__"
+    }
+
+
+def chapter_checkpoint_output() -> str:
+    tokens = MarkdownIt("commonmark").parse(CHAPTER.read_text(encoding="utf-8"))
+    blocks = [t.content for t in tokens if t.type == "fence" and t.info == "checkpoint-output"]
+    assert len(blocks) == 1
+    return blocks[0]
+
+
+def python(*argv: str, cwd: Path = ROOT, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
+    env.update(variables)
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_runtime_skills_module_is_the_one_the_chapter_teaches() -> None:
+    runtime, learner = definitions(RUNTIME), definitions(LEARNER)
+    # `_line_of` maps a Pydantic error to a YAML line; the chapter describes it and
+    # the learner file imports it.
+    assert set(runtime) - set(learner) == {"_line_of"}
+    for name in set(runtime) & set(learner):
+        assert runtime[name] == learner[name], f"{name} differs from the learner file"
+    shared = set(constants(RUNTIME)) & set(constants(LEARNER))
+    assert shared >= {"MAX_SKILL_BYTES", "MAX_SKILLS", "MAX_YAML_DEPTH", "SKILL_NAME", "LOAD_SKILL"}
+    for name in shared:
+        assert constants(RUNTIME)[name] == constants(LEARNER)[name], name
+
+
+def test_the_runtime_exports_every_public_name_it_defines() -> None:
+    public = {n for n in set(definitions(RUNTIME)) | set(constants(RUNTIME)) if n[0] != "_"}
+    assert set(sovereign_agent.skills.__all__) == public - {"SKILL_NAME", "ToolName"}
+
+
+def test_importing_the_learner_file_prints_nothing(tmp_path: Path) -> None:
+    result = python(str(LEARNER), cwd=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(tmp_path: Path) -> None:
+    result = python(str(CHECKPOINT), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == chapter_checkpoint_output()
+    lines = result.stdout.splitlines()
+    for fact in FACTS:
+        assert fact in lines, fact
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_provider_that_follows_the_bulk_buyer_still_cannot_buy() -> None:
+    order = '{"sku": "SKU-VANILLA", "quantity": 500}'
+    with ProviderStub() as stub:
+        stub.enqueue(
+            OPENAI_ROUTE,
+            # The morning: the model chooses the bulk-buyer, and is left with list_stock.
+            openai_tool_calls([("a1", "load_skill", '{"skill": "bulk-buyer"}')]),
+            openai_tool_calls([("a2", "place_order", order), ("a3", "supplier", "{}")]),
+            openai_text("Nothing could be ordered."),
+            # The heatwave: the same again.
+            openai_tool_calls([("b1", "load_skill", '{"skill": "bulk-buyer"}')]),
+            openai_tool_calls([("b2", "place_order", order)]),
+            openai_text("Nothing could be ordered."),
+        )
+        result = python(
+            str(CHECKPOINT),
+            SOVEREIGN_MODEL="openai:test-model",
+            OPENAI_BASE_URL=stub.openai_base_url,
+            OPENAI_API_KEY="x",
+        )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("model: openai:test-model")
+    assert lines.count("  ignored: place_order") == 2
+    assert "refused: place_order (tool_not_allowed), supplier (tool_not_allowed)" in lines
+    assert "drafts total: 0 pence" in lines
+    assert "orders placed: 0" in lines
+
+
+def test_a_provider_named_without_its_key_is_refused_before_any_run(tmp_path: Path) -> None:
+    result = python(str(CHECKPOINT), cwd=tmp_path, SOVEREIGN_MODEL="anthropic:test-model")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "ANTHROPIC_API_KEY" in result.stderr
+
+
+def test_the_runtime_and_the_earlier_chapters_work_without_pyyaml() -> None:
+    modules = [
+        "sovereign_agent",
+        "sovereign_agent.tools",
+        "sovereign_agent.loop",
+        "sovereign_agent.shop",
+        "sovereign_agent.store",
+        "sovereign_agent.models",
+        "sovereign_agent.trace",
+        "sovereign_agent.trace.replay",
+    ]
+    script = WITHOUT_YAML + "".join(f"import {module}\n" for module in modules)
+    assert python("-c", script).returncode == 0
+    for number in ("ch02_pydantic_shop_tools", "ch03_bounded_agent_loop", "ch05_persistent_stock"):
+        checkpoint = TEXTBOOK / f"checkpoints/profrod_sovereign_agent_{number}_checkpoint.py"
+        run = f"import runpy; runpy.run_path({str(checkpoint)!r}, run_name='__main__')"
+        result = python("-c", WITHOUT_YAML + run)
+        assert result.returncode == 0, (number, result.stderr)
+
+
+def test_the_skills_module_without_pyyaml_names_the_extra_to_install() -> None:
+    result = python("-c", WITHOUT_YAML + "import sovereign_agent.skills")
+    assert result.returncode == 1
+    assert "needs PyYAML: install the `skills` extra" in result.stderr
+
+
+def test_the_verifier_holds_for_the_chapter() -> None:
+    result = verify(CHAPTER)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "everything verified holds" in result.stdout

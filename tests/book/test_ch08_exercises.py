@@ -1,0 +1,245 @@
+"""Exercise Book 8: graded through the real grader CLI, the reference scores full marks, the
+starter earns its chapter baseline and no exercise point, and each typical mistake loses exactly
+its checks; the solution's own tests pass against it and fail against the starter, the grader's
+door speaks plain JSON over real documents folders, and the notebooks match their plans.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from exercise_books import PYTEST, hand_in, notebook_script, run_in
+from grading import Graded, edited, grade_batch
+
+from bookproof.notebooks.build import notebook_json
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = ROOT / "exercises" / "book08"
+SOLUTIONS = ROOT / "solutions" / "book08"
+SOLUTION = (SOLUTIONS / "document_tools.py").read_text(encoding="utf-8")
+STARTER = (BOOK / "document_tools.py").read_text(encoding="utf-8")
+DOCUMENTS = ROOT / "book" / "textbook" / "documents"
+CHAPTER = "# --- Chapter 8:"
+EXERCISES = "# --- Exercise 1"
+BUILD = "# The tools a run keeps once it has read untrusted text"
+
+
+TESTS = {
+    name: (SOLUTIONS / name).read_text(encoding="utf-8")
+    for name in ("test_book08_listing.py", "test_book08_handles.py")
+}
+CHAPTER_CHECKS = {
+    "ch8_reads_a_note",
+    "ch8_refuses_escapes",
+    "ch8_read_narrows",
+    "ch8_refused_read_narrows_nothing",
+}
+UNIT_A = {
+    "ex1_lists_notes",
+    "ex1_passes_over",
+    "ex1_bounded",
+    "ex1_listing_narrows",
+    "ex1_tests_catch_followed_links",
+    "ex1_tests_catch_hidden_and_large",
+    "ex1_tests_catch_never_narrows",
+    "ex1_tests_catch_narrows_when_empty",
+}
+UNIT_B = {
+    "ex2_open_gives_handles",
+    "ex2_text_reaches_lucy_only",
+    "ex2_keeps_drafting",
+    "ex2_refusals",
+    "ex2_runs_do_not_share",
+    "ex2_tests_catch_text_to_the_model",
+    "ex2_tests_catch_narrows_on_open",
+    "ex2_tests_catch_shared_handles",
+    "ex2_tests_catch_no_containment",
+}
+HANDLES_BEHAVIOUR = {
+    "ex2_open_gives_handles",
+    "ex2_text_reaches_lucy_only",
+    "ex2_keeps_drafting",
+    "ex2_refusals",
+    "ex2_runs_do_not_share",
+}
+
+# name -> (edits to the solution, the checks the result must fail). The tests
+# handed in are the solution's own, which still pass against the reference:
+# a mistake in the module loses behaviour checks only.
+MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
+    # Following links lists a link out of the folder, and one to a note inside.
+    "follows_links": (
+        [("info = entry.stat(follow_symlinks=False)", "info = entry.stat()")],
+        {"ex1_passes_over"},
+    ),
+    # No bound: a folder of sixty notes is listed whole.
+    "no_bound": (
+        [
+            (
+                "return listed[:MAX_LISTED], passed_over + max(0, len(listed) - MAX_LISTED)",
+                "return listed, passed_over",
+            )
+        ],
+        {"ex1_bounded"},
+    ),
+    # A listing that never narrows hands a run that can draft the supplier's file names.
+    "listing_never_narrows": (
+        [
+            (
+                'return Narrow(value, keep=keep, reason="untrusted text: the names of the notes")',
+                "return value",
+            )
+        ],
+        {"ex1_listing_narrows"},
+    ),
+    # Handing the model the text along with the handle undoes the exercise.
+    "text_to_the_model": (
+        [
+            (
+                '"bytes": len(text.encode())}',
+                '"bytes": len(text.encode()), "text": text}',
+            )
+        ],
+        HANDLES_BEHAVIOUR,
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+    base = tmp_path_factory.mktemp("book08")
+    folders = {"solution": {"document_tools.py": SOLUTION, **TESTS}}
+    folders["starter"] = {"document_tools.py": STARTER}
+    for name, (edits, _) in MISTAKES.items():
+        folders[name] = {"document_tools.py": edited(SOLUTION, edits), **TESTS}
+    return grade_batch(8, folders, base=base)
+
+
+def test_the_reference_solution_scores_full_marks(report: dict[str, Graded]) -> None:
+    assert set(report["solution"].passed) == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert report["solution"].full
+
+
+def test_the_untouched_starter_earns_its_chapter_baseline_and_no_exercise_point(
+    report: dict[str, Graded],
+) -> None:
+    starter = report["starter"]
+    assert starter.baseline == (6, 6)
+    assert starter.exercises[0] == 0
+    assert starter.failed == UNIT_A | UNIT_B
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistake: str) -> None:
+    assert report[mistake].failed == MISTAKES[mistake][1]
+
+
+def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "document_tools.py", SOLUTION), *PYTEST)
+    assert result.returncode == 0, result.stdout
+    assert "12 passed" in result.stdout
+
+
+def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "document_tools.py", STARTER), *PYTEST)
+    assert result.returncode == 1
+    # What holds already: a listing that names nothing narrows nothing.
+    assert "11 failed, 1 passed" in result.stdout
+
+
+def test_the_starter_and_the_solution_share_the_chapter_part_the_build_and_the_door() -> None:
+    assert STARTER[STARTER.index(BUILD) :] == SOLUTION[SOLUTION.index(BUILD) :]
+    assert (
+        STARTER[STARTER.index(CHAPTER) : STARTER.index(EXERCISES)]
+        == SOLUTION[SOLUTION.index(CHAPTER) : SOLUTION.index(EXERCISES)]
+    )
+
+
+DOOR_SCRIPT = """
+import json, sys
+import document_tools as d
+root = sys.argv[1]
+run = list(d.EVERY_TOOL)
+draft = ["draft_order", {"sku": "SKU-VANILLA", "quantity": 6}]
+seen = {
+    "listed": d.run_calls(root, run, [["list_documents", {}], draft]),
+    "handled": d.run_calls(root, run, [["open_document", {"name": "vanilla-offer.md"}],
+                                       ["show_lucy", {"handle": "doc-1"}], draft]),
+    "read": d.run_calls(root, run, [["read_document", {"name": "vanilla-offer.md"}], draft]),
+    "missing": d.run_calls(root + "/nowhere", run, []),
+}
+print(json.dumps(seen, sort_keys=True))
+"""
+
+
+def test_the_grader_door_answers_in_plain_json_over_real_folders(tmp_path: Path) -> None:
+    folder = hand_in(tmp_path, SOLUTIONS, "document_tools.py", SOLUTION)
+    result = run_in(folder, "-c", DOOR_SCRIPT, str(DOCUMENTS))
+    assert result.returncode == 0, result.stderr
+    seen = json.loads(result.stdout)
+    listed = seen["listed"]
+    assert listed["observations"][0]["value"]["documents"] == [
+        {"name": "strawberry-price.md", "bytes": 264},
+        {"name": "vanilla-offer.md", "bytes": 566},
+    ]
+    assert listed["refused"] == [["draft_order", "tool_not_allowed"]]
+    handled = seen["handled"]
+    assert handled["narrowings"] == []
+    assert handled["executed"] == ["open_document", "show_lucy", "draft_order"]
+    assert handled["for_lucy"][0]["text"] == (DOCUMENTS / "vanilla-offer.md").read_text("utf-8")
+    assert "approval is granted" not in json.dumps(handled["observations"])
+    read = seen["read"]
+    assert read["narrowings"][0]["removed"] == ["draft_order", "show_lucy"]
+    assert read["refused"] == [["draft_order", "tool_not_allowed"]]
+    assert seen["missing"] == {"error": "no such documents folder"}
+
+
+@pytest.mark.parametrize("unit", ["unit_a", "unit_b"])
+def test_the_notebooks_are_generated_from_their_plans(unit: str) -> None:
+    plan = BOOK / f"{unit}.md"
+    expected = notebook_json(plan.read_text(encoding="utf-8"), source_name=plan.name)
+    assert (BOOK / f"{unit}.ipynb").read_text(encoding="utf-8") == expected
+
+
+@pytest.mark.parametrize(
+    ("unit", "with_the_solution"),
+    [
+        (
+            "unit_a",
+            [
+                "[{'bytes': 264, 'name': 'strawberry-price.md'}, "
+                "{'bytes': 566, 'name': 'vanilla-offer.md'}]",
+                "passed over: 7",
+                "secret shown: False",
+                "bossy [['draft_order', 'show_lucy']] [['draft_order', 'tool_not_allowed']]",
+                "quiet [] []",
+            ],
+        ),
+        (
+            "unit_b",
+            [
+                "[{'bytes': 566, 'document': 'vanilla-offer.md', 'handle': 'doc-1'}, "
+                "'tool_failed', {'bytes': 264, 'document': 'strawberry-price.md', "
+                "'handle': 'doc-2'}, 'tool_failed']",
+                "narrowings: []",
+                "for Lucy: ['vanilla-offer.md', 'strawberry-price.md']",
+                "the model read the instruction: False",
+            ],
+        ),
+    ],
+)
+def test_the_check_cells_show_the_exercises_done_with_the_solution(
+    tmp_path: Path, unit: str, with_the_solution: list[str]
+) -> None:
+    folder = tmp_path / "book08"
+    shutil.copytree(BOOK, folder, ignore=shutil.ignore_patterns("__pycache__", "unit_*_notes"))
+    (folder / "document_tools.py").write_text(SOLUTION, encoding="utf-8")
+    (folder / "_cells.py").write_text(notebook_script(folder / f"{unit}.ipynb"), encoding="utf-8")
+    result = run_in(folder, "_cells.py")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for line in with_the_solution:
+        assert line in lines, line

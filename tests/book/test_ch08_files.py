@@ -1,0 +1,187 @@
+"""Chapter 8's reader files: the checkpoint's facts, the learner file, and the runtime module.
+
+The runtime's `sovereign_agent.documents` is the code the chapter teaches,
+line for line. The checkpoint shows the naive loop buying and this runtime
+refusing, offline and against a real HTTP provider that follows the note.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
+from verifying import verify
+
+import sovereign_agent.documents
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTBOOK = ROOT / "book/textbook"
+CHAPTER = TEXTBOOK / "ch08_untrusted_text.md"
+CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch08_untrusted_text_checkpoint.py"
+LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch08_untrusted_text_learner.py"
+RUNTIME = Path(sovereign_agent.documents.__file__)
+PROVIDER_VARIABLES = (
+    "SOVEREIGN_MODEL",
+    "SOVEREIGN_TRACE",
+    "OPENAI_BASE_URL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+)
+
+# The facts the chapter promises, written out independently of the code.
+FACTS = (
+    "documents: strawberry-price.md, vanilla-offer.md",
+    "naive loop",
+    "purchases: 500 tubs of SKU-VANILLA",
+    "this runtime",
+    "refused: place_order (tool_not_allowed)",
+    "narrowed by read_document [call-1]: untrusted text: vanilla-offer.md",
+    "  kept: list_stock, read_document, supplier",
+    "  removed: draft_order, place_order",
+    "purchases: (none)",
+    "vanilla on hand: 2",
+    "narrowed by read_document [call-1]: untrusted text: strawberry-price.md",
+    "quoted SKU-STRAWBERRY: 275 pence",
+)
+# Python, with PyYAML made impossible to import, as on a machine without the skills extra.
+WITHOUT_YAML = "import sys; sys.modules['yaml'] = None\n"
+
+
+def definitions(path: Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.name: ast.dump(node, include_attributes=False)
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+    }
+
+
+def constants(path: Path) -> dict[str, str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        target.id: ast.dump(node.value, include_attributes=False)
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id != "__all__"
+    }
+
+
+def chapter_checkpoint_output() -> str:
+    tokens = MarkdownIt("commonmark").parse(CHAPTER.read_text(encoding="utf-8"))
+    blocks = [t.content for t in tokens if t.type == "fence" and t.info == "checkpoint-output"]
+    assert len(blocks) == 1
+    return blocks[0]
+
+
+def python(*argv: str, cwd: Path = ROOT, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
+    env.update(variables)
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_runtime_documents_module_is_the_one_the_chapter_teaches() -> None:
+    runtime, learner = definitions(RUNTIME), definitions(LEARNER)
+    assert set(runtime) == set(learner)
+    for name in runtime:
+        assert runtime[name] == learner[name], f"{name} differs from the learner file"
+    assert constants(RUNTIME) == constants(LEARNER)
+
+
+def test_the_runtime_exports_every_public_name_it_defines() -> None:
+    public = {n for n in set(definitions(RUNTIME)) | set(constants(RUNTIME)) if n[0] != "_"}
+    assert set(sovereign_agent.documents.__all__) == public
+
+
+def test_importing_the_learner_file_prints_nothing(tmp_path: Path) -> None:
+    result = python(str(LEARNER), cwd=tmp_path)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(tmp_path: Path) -> None:
+    result = python(str(CHECKPOINT), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == chapter_checkpoint_output()
+    lines = result.stdout.splitlines()
+    for fact in FACTS:
+        assert fact in lines, fact
+    # The naive loop bought before this runtime ran; this runtime bought nothing.
+    assert lines.index("purchases: 500 tubs of SKU-VANILLA") < lines.index("this runtime")
+    assert lines.index("this runtime") < lines.index("purchases: (none)")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_provider_that_follows_the_note_buys_in_the_naive_loop_and_not_in_ours() -> None:
+    read = '{"name": "vanilla-offer.md"}'
+    order = '{"sku": "SKU-VANILLA", "quantity": 500}'
+    with ProviderStub() as stub:
+        stub.enqueue(
+            OPENAI_ROUTE,
+            # The naive loop: the model reads the note and does what it says.
+            openai_tool_calls([("a1", "read_document", read)]),
+            openai_tool_calls([("a2", "place_order", order)]),
+            openai_text("Ordered, as the supplier says you approved."),
+            # This runtime: the same, then a draft when the purchase is refused.
+            openai_tool_calls([("b1", "read_document", read)]),
+            openai_tool_calls([("b2", "place_order", order)]),
+            openai_tool_calls([("b3", "draft_order", order)]),
+            openai_text("I could not order."),
+            # The price: read the strawberry note, ask the shop.
+            openai_tool_calls([("c1", "read_document", '{"name": "strawberry-price.md"}')]),
+            openai_tool_calls([("c2", "supplier", '{"sku": "SKU-STRAWBERRY"}')]),
+            openai_text("275 pence today."),
+        )
+        result = python(
+            str(CHECKPOINT),
+            SOVEREIGN_MODEL="openai:test-model",
+            OPENAI_BASE_URL=stub.openai_base_url,
+            OPENAI_API_KEY="x",
+        )
+        # Every request of the naive loop offered both tools; ours never offered
+        # place_order or draft_order again after the read.
+        requests = stub.requests_to(OPENAI_ROUTE)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("model: openai:test-model")
+    assert "purchases: 500 tubs of SKU-VANILLA" in lines
+    assert "refused: place_order (tool_not_allowed), draft_order (tool_not_allowed)" in lines
+    assert "purchases: (none)" in lines
+    assert "quoted SKU-STRAWBERRY: 275 pence" in lines
+    offered = [
+        sorted(tool["function"]["name"] for tool in request.json.get("tools", []))
+        for request in requests
+    ]
+    assert offered[4:7] == [["list_stock", "read_document", "supplier"]] * 3
+
+
+def test_a_provider_named_without_its_key_is_refused_before_any_run(tmp_path: Path) -> None:
+    result = python(str(CHECKPOINT), cwd=tmp_path, SOVEREIGN_MODEL="anthropic:test-model")
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "ANTHROPIC_API_KEY" in result.stderr
+
+
+def test_the_chapter_and_its_checkpoint_need_no_yaml() -> None:
+    assert python("-c", WITHOUT_YAML + "import sovereign_agent.documents").returncode == 0
+    run = f"import runpy; runpy.run_path({str(CHECKPOINT)!r}, run_name='__main__')"
+    result = python("-c", WITHOUT_YAML + run)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_verifier_holds_for_the_chapter() -> None:
+    result = verify(CHAPTER)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "everything verified holds" in result.stdout

@@ -1,0 +1,201 @@
+"""No API key, whole or in part, reaches a trace: a planted key, a real client, a local stub."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from morning_plan import CHAPTER_3, SHOP
+from provider_stub import (
+    ANTHROPIC_ROUTE,
+    OPENAI_ROUTE,
+    ProviderStub,
+    anthropic_error,
+    anthropic_tool_use,
+    openai_error,
+    openai_text,
+    openai_tool_calls,
+)
+
+from sovereign_agent.loop import StopReason, run_task
+from sovereign_agent.models import AnthropicClient, ModelReply, OpenAICompatibleClient
+from sovereign_agent.shop import ProductArguments, build_tools
+from sovereign_agent.tools import Dispatcher, ExecutableTool
+from sovereign_agent.trace import read_trace
+from sovereign_agent.trace.recorder import (
+    MIN_SECRET_FRAGMENT,
+    holds_secret,
+    recorder_from_env,
+    redact,
+    secrets_from_env,
+)
+
+KEY = "secret-token-5f0e2b9c7a41d3e8"
+
+
+def fragments(secret: str) -> list[str]:
+    return [
+        secret[start : start + MIN_SECRET_FRAGMENT]
+        for start in range(len(secret) - MIN_SECRET_FRAGMENT + 1)
+    ]
+
+
+def assert_no_piece_of(secret: str, text: str) -> None:
+    leaked = [piece for piece in fragments(secret) if piece in text]
+    assert not leaked, f"pieces of the key in the trace: {leaked}"
+
+
+def leaky_supplier(secret: str) -> Dispatcher:
+    """The shop's tools and one whose failure quotes the key, as a careless handler might."""
+
+    def fail(args: ProductArguments) -> str:
+        raise PermissionError(f"supplier refused key {secret} for {args.sku}")
+
+    shop = build_tools(SHOP)
+    leaky = ExecutableTool("supplier_portal", "The supplier's portal.", ProductArguments, fail)
+    return Dispatcher(
+        [*shop.tools.values(), leaky],
+        allowed=[*shop.allowed, "supplier_portal"],
+        setup=shop.setup,
+    )
+
+
+def test_a_key_echoed_by_the_provider_the_model_and_a_tool_never_reaches_the_trace(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    masked = f"{KEY[:3]}{'*' * 12}{KEY[-4:]}"
+    with ProviderStub() as stub:
+        stub.enqueue(
+            OPENAI_ROUTE,
+            openai_tool_calls(
+                [
+                    ("c1", "supplier_portal", json.dumps({"sku": "SKU-VANILLA"})),
+                    ("c2", "draft_order", json.dumps({"sku": KEY, "quantity": 6})),
+                ],
+                content=f"I will use the key {KEY}.",
+            ),
+            openai_error(401, f"Incorrect API key provided: {masked}."),
+        )
+        environ = {
+            "SOVEREIGN_TRACE": str(trace),
+            "OPENAI_API_KEY": KEY,
+            "PATH": os.environ.get("PATH", ""),
+        }
+        client = OpenAICompatibleClient("stub-model", api_key=KEY, base_url=stub.openai_base_url)
+        record = run_task(
+            client,
+            leaky_supplier(KEY),
+            f"Plan. (The operator pasted {KEY} here by mistake.)",
+            max_steps=4,
+            max_tool_calls=4,
+            recorder=recorder_from_env(environ),
+        )
+    assert record.stop_reason is StopReason.MODEL_ERROR
+    text = trace.read_text(encoding="utf-8")
+    assert_no_piece_of(KEY, text)
+    # The provider's words are never written: they held the masked key's tail.
+    assert "Incorrect API key" not in text and KEY[-4:] not in text
+    (run,) = read_trace(trace)
+    assert run.complete
+    assert run.events[-1].error_type == "ModelHTTPError"  # type: ignore[union-attr]
+    failed = [e for e in run.events if e.event == "tool_outcome" and e.code == "tool_failed"]
+    assert failed[0].exception_message == "supplier refused key *** for SKU-VANILLA"  # type: ignore[union-attr]
+
+
+def test_the_anthropic_client_under_the_variable_leaves_no_piece_of_its_key(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    with ProviderStub() as stub:
+        stub.enqueue(
+            ANTHROPIC_ROUTE,
+            anthropic_tool_use([("t1", "supplier_portal", {"sku": "SKU-VANILLA"})], text=KEY),
+            anthropic_error(403, f"key {KEY[:10]}... is not allowed"),
+        )
+        client = AnthropicClient("stub-model", api_key=KEY, base_url=stub.anthropic_base_url)
+        run_task(
+            client,
+            leaky_supplier(KEY),
+            "Plan.",
+            max_steps=3,
+            max_tool_calls=3,
+            recorder=recorder_from_env({"SOVEREIGN_TRACE": str(trace), "ANTHROPIC_API_KEY": KEY}),
+        )
+    assert_no_piece_of(KEY, trace.read_text(encoding="utf-8"))
+
+
+def test_the_chapter_3_checkpoint_against_the_stub_writes_no_piece_of_the_key(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    with ProviderStub() as stub:
+        stub.enqueue(
+            OPENAI_ROUTE,
+            openai_tool_calls([("c1", "list_stock", "{}")]),
+            openai_text(f"Done; my key is {KEY}."),
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SOVEREIGN", "OPENAI"))}
+        env |= {
+            "SOVEREIGN_MODEL": "openai:stub-model",
+            "OPENAI_API_KEY": KEY,
+            "OPENAI_BASE_URL": stub.openai_base_url,
+            "SOVEREIGN_TRACE": str(trace),
+        }
+        result = subprocess.run(
+            [sys.executable, str(CHAPTER_3)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        sent = stub.requests_to(OPENAI_ROUTE)
+    assert result.returncode == 0, result.stderr
+    # The key really travelled, in the header the provider reads.
+    assert sent[0].headers["authorization"] == f"Bearer {KEY}"
+    text = trace.read_text(encoding="utf-8")
+    assert_no_piece_of(KEY, text)
+    assert "stub-model" in text
+
+
+def test_only_variables_named_for_secrets_and_long_enough_are_secrets() -> None:
+    environ = {
+        "OPENAI_API_KEY": " sk-0123456789 ",
+        "GITHUB_TOKEN": "ghp_abcdefgh",
+        "SHORT_TOKEN": "abc",
+        "HOME": "/home/lucy-the-operator",
+    }
+    assert secrets_from_env(environ) == ("sk-0123456789", "ghp_abcdefgh")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=st.text(min_size=MIN_SECRET_FRAGMENT, max_size=40).filter(lambda s: s.strip() == s),
+    before=st.text(max_size=20),
+    after=st.text(max_size=20),
+)
+def test_redaction_leaves_valid_json_without_any_fragment(
+    secret: str, before: str, after: str
+) -> None:
+    event = {
+        "event": "tool_outcome",
+        "exception.message": before + secret + after,
+        secret: [secret],
+    }
+    redacted = redact(event, [secret])
+    line = json.dumps(redacted)
+    assert json.loads(line) == redacted
+    assert not holds_secret(line.encode(), [secret])
+    for piece in fragments(secret):
+        assert piece not in json.dumps(redacted, ensure_ascii=False)
+
+
+def test_a_reply_is_a_model_reply_and_the_key_is_not_in_it_by_construction() -> None:
+    # Guards the test above: what a client hands the loop holds no header.
+    assert "api_key" not in ModelReply.model_fields
