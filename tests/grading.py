@@ -61,14 +61,6 @@ class Graded:
         )
 
 
-def edited(source: str, edits: Sequence[tuple[str, str]]) -> str:
-    """`source` with each edit made: a mistake a learner could make in the reference."""
-    for old, new in edits:
-        assert source.count(old) == 1, f"the source no longer holds {old!r} exactly once"
-        source = source.replace(old, new)
-    return source
-
-
 def edited(text: str, edits: Sequence[tuple[str, str]]) -> str:
     """`text` with each (old, new) edit made; each old text must be there exactly once."""
     for old, new in edits:
