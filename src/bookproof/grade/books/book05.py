@@ -37,10 +37,7 @@ __all__ = ["BOOK"]
 BOOK = Book(5, "Exercise Book 5: persistent stock", module="shop_store", chapter="Chapter 5")
 
 S_SCHEMA = BOOK.section("5.3 The schema, line by line")
-S_TRANSACTIONS = BOOK.section("5.5 Transactions")
-S_MIGRATIONS = BOOK.section("5.6 Opening a store: versions and migrations")
 S_REFUSED_FILES = BOOK.section("Files the store refuses")
-S_HONEST = BOOK.section("Keeping drafts honest")
 S_ACTIONS = BOOK.section("The operator's actions")
 S_TOOLS = BOOK.section("5.9 The same three tools over a store")
 S_DELIVERY = BOOK.section("5.10 A delivery that supersedes a draft")
