@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from exercise_books import notebook_script
-from grading import Graded, grade_batch
+from grading import Graded, edited, grade_batch
 
 from bookproof.grade.book import BASELINE
 from bookproof.grade.books import load_book
@@ -162,14 +162,6 @@ TEST_FILES: dict[str, tuple[dict[str, str], set[str]]] = {
 }
 
 
-def edited(edits: list[tuple[str, str]]) -> str:
-    text = SOLUTION
-    for old, new in edits:
-        assert text.count(old) == 1, f"the solution no longer contains {old!r}"
-        text = text.replace(old, new)
-    return text
-
-
 def hand_in(
     evidence: str = SOLUTION, suite: str | None = SOLVED_SUITE, tests: dict[str, str] | None = None
 ) -> dict[str, str]:
@@ -189,7 +181,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
         "no_suite": hand_in(suite=None),
     }
     for name, (edits, _) in EVIDENCE_MISTAKES.items():
-        folders[name] = hand_in(edited(edits))
+        folders[name] = hand_in(edited(SOLUTION, edits))
     for name, (suite, _) in SUITE_MISTAKES.items():
         folders[name] = hand_in(suite=suite)
     for name, (tests, _) in TEST_FILES.items():

@@ -17,7 +17,8 @@ behaviour.
 It runs no learner code; it reads the learner's requests under the same
 strict decoder the grader uses, in a sandbox under the same limits. A fork
 shares nothing with the next one: each starts from the state the oracle had
-before any run, and ends with its run.
+before any run, works in a folder of its own (where the files the tests name
+go, see `Surface.paths`), and ends with its run, its folder removed after it.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import importlib.util
 import json
 import os
 import random
+import shutil
 import signal
 import socket
 import sys
@@ -83,13 +85,28 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def in_folder(path: Any, folder: str) -> Any:
+    """Where the file a test named lives in this run: inside the run's own folder.
+
+    The test's path is one of its own sandbox (pytest's tmp_path, say), which
+    this sandbox cannot see; taken inside `folder`, it names the same file for
+    the whole run and no file of another run. `..` cannot climb out of it.
+    """
+    if not isinstance(path, str):
+        return path  # not a path: the code under test says what it thinks of it
+    inside = os.path.join(folder, os.path.normpath("/" + path).lstrip("/"))
+    os.makedirs(os.path.dirname(inside), exist_ok=True)
+    return inside
+
+
 def serve(
     sock: socket.socket,
     group: LearnerTests,
     functions: Mapping[str, Callable[..., Any]],
     constants: Mapping[str, Any],
+    folder: str = ".",
 ) -> None:
-    """Answer requests until the stand-in's side closes."""
+    """Answer requests until the stand-in's side closes; files named by tests go in `folder`."""
     encode = make_encoder()
     surface = group.surface
     objects: list[tuple[str, Any]] = []
@@ -145,6 +162,11 @@ def serve(
                 name = request["call"]
                 if name not in surface.functions:
                     raise AttributeError(name)
+                if name in surface.paths:
+                    if args:
+                        args[0] = in_folder(args[0], folder)
+                    elif "path" in kwargs:
+                        kwargs["path"] = in_folder(kwargs["path"], folder)
                 answer(functions[name](*args, **kwargs), surface.functions[name])
             else:
                 kind, target = objects[request["on"]]
@@ -171,9 +193,11 @@ def main() -> None:
     (group,) = [g for g in book.groups() if g.file == config["file"]]
     reference = load_reference(book, config["reference"])
     constants = {name: getattr(reference, name) for name in group.surface.constants}
+    # Each server's folder, by its pid: removed once the server has ended.
+    folders: dict[int, str] = {}
     with socket.socket(fileno=config["control"]) as control:
         while True:
-            _reap()
+            _reap(folders)
             message, fds, _, _ = socket.recv_fds(control, 65536, 1)
             if not message:
                 os._exit(0)
@@ -182,15 +206,22 @@ def main() -> None:
                     os.close(fd)
                 continue
             run = json.loads(message)
-            if os.fork() == 0:
+            # A folder of its own, in case the code under test writes files.
+            folder = tempfile.mkdtemp(prefix="run-")
+            pid = os.fork()
+            if pid == 0:
                 control.close()
-                _serve_one(run, fds[0], group, reference, constants, config["require_filter"])
+                _serve_one(
+                    run, fds[0], folder, group, reference, constants, config["require_filter"]
+                )
+            folders[pid] = folder
             os.close(fds[0])
 
 
 def _serve_one(
     run: Mapping[str, Any],
     fd: int,
+    folder: str,
     group: LearnerTests,
     reference: ModuleType,
     constants: Mapping[str, Any],
@@ -202,12 +233,11 @@ def _serve_one(
         signal.alarm(max(1, int(run["timeout"])))
         if not forbid_new_processes() and require_filter:
             os._exit(1)
-        # A folder of its own, in case the code under test writes files.
-        os.chdir(tempfile.mkdtemp(prefix="run-"))
+        os.chdir(folder)
         variant = next((c for c in group.checks if c.id == run["variant"]), None)
         functions = implementation(group, reference, variant, random.Random(run["seed"]))
         with socket.socket(fileno=fd) as sock:
-            serve(sock, group, functions, constants)
+            serve(sock, group, functions, constants, folder)
     except BaseException:
         # A defect of ours: said on stderr (the grader's to read), and the run
         # then sees a closed socket, never a made-up answer.
@@ -217,8 +247,9 @@ def _serve_one(
     os._exit(0)
 
 
-def _reap() -> None:
-    # Servers that finished: collected so that they do not linger as zombies.
+def _reap(folders: dict[int, str]) -> None:
+    # Servers that finished: collected so that they do not linger as zombies,
+    # and their files removed, so that a batch's runs never fill the oracle's /tmp.
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -226,3 +257,6 @@ def _reap() -> None:
             return
         if pid == 0:
             return
+        folder = folders.pop(pid, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)

@@ -17,6 +17,7 @@ as the builtin class they belong to, with a fixed message.
 from __future__ import annotations
 
 import builtins
+import os
 import socket
 from collections.abc import Mapping
 from typing import Any
@@ -70,6 +71,9 @@ _surface: dict[str, Any] = {}
 def _plain(value: Any) -> Any:
     if isinstance(value, Remote):
         return {"$handle": value._handle}
+    if isinstance(value, os.PathLike):
+        # A path crosses as its text (pytest's tmp_path / "lucy.db", say).
+        return os.fspath(value)
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     if isinstance(value, dict):
