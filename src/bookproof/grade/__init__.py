@@ -86,7 +86,7 @@ the surface functions it replaces::
         return {"build_tools": build_tools}
 
 The check's id is the function's name; its feedback says "Add a test to
-test_book06_count.py that fails for a store_tools that counts incoming tubs
+test_book06_count.py that fails for a store_tools.py that counts incoming tubs
 twice". The tests must pass in every run against the reference to earn
 anything, so a suite that asserts nothing, or passes by chance, earns
 nothing (`learner_tests` says how the runs are made).
@@ -112,6 +112,9 @@ The rules, which the grader and the test suite hold every book to:
   in a folder of the check's own (a store), `raises=True` to receive the
   whole `Answer` (exceptions included). Without `raises`, an exception or a
   value that is not plain data ends the check with feedback the grader writes.
+  A hand-in may hold data beside code (book 4's suite): `handed_in` gives a
+  check that file's text, read by the grader from its own copy of the folder,
+  for the check to judge with the book's runtime in the grading process.
 - Expected values are computed in the check from data it chose, never by
   calling the submission, never from a value it returned. A reason may quote
   numbers; it never quotes a string the submission returned (a planted

@@ -165,19 +165,19 @@ class LearnerTests:
     checks: list[Check] = field(default_factory=list)
 
     def catches(self, *, points: int, behaviour: str) -> Callable[[Variant], Check]:
-        """Declare one faulty version: `behaviour` finishes "a <module> that ...", for feedback."""
+        """Declare one faulty version: `behaviour` ends "a <module>.py that ...", in feedback."""
 
         def declare(variant: Variant) -> Check:
-            module = self.book.module
+            module = self.book.module_file
             check = Check(
                 id=variant.__name__,
                 points=points,
                 kind=EXERCISE,
                 exercise=self.exercise,
                 section=self.section,
-                asks=f"Your {self.file} catches a {module} that {behaviour}.",
+                asks=f"Your {self.file} catches {_a(module)} that {behaviour}.",
                 hint=(
-                    f"Add a test to {self.file} that fails for a {module} that {behaviour}, "
+                    f"Add a test to {self.file} that fails for {_a(module)} that {behaviour}, "
                     "and passes for a correct one."
                 ),
                 tests=self,
@@ -188,6 +188,11 @@ class LearnerTests:
             return check
 
         return declare
+
+
+def _a(noun: str) -> str:
+    """`noun` with its indefinite article, as a sentence of feedback wants it."""
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
 
 
 class Book:
@@ -210,13 +215,18 @@ class Book:
         self.checks: list[Check] = []
 
     @property
+    def module_file(self) -> str:
+        """The file of the graded module, as feedback names it: `shop_tools.py`."""
+        return f"{self.module}.py"
+
+    @property
     def folder(self) -> str:
         """`bookNN`: the folder name of this book under exercises/ and solutions/."""
         return f"book{self.number:02d}"
 
     def reference(self, root: Path) -> Path:
         """The reference solution's module file, under a repository (or autograder) root."""
-        return root / "solutions" / self.folder / f"{self.module}.py"
+        return root / "solutions" / self.folder / self.module_file
 
     def section(self, heading: str) -> str:
         """A pointer into the chapter, as feedback prints it: "Chapter 2, '2.5 ...'"."""

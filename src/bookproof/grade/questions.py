@@ -10,7 +10,9 @@ answer (those stay in the generator, in the grading process).
 Builders (`call`, `method`, `let`, `get`, `set_item`, `attrs`, `probe_count`,
 `stub`) make questions; markers (`tup`, `probe`, `tool_call`, `scratch_path`)
 stand for live objects the child builds from plain JSON; `Ref` names an object the child
-keeps between questions of one check.
+keeps between questions of one check. One question never reaches the child:
+`handed_in` asks for the text of a data file the learner handed in, which
+the grader reads from its own copy of the folder.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "call",
     "expect",
     "get",
+    "handed_in",
     "let",
     "method",
     "probe",
@@ -224,3 +227,13 @@ def stub(function: str, answers: Mapping[str, Any], *, key: str) -> Question:
     that shows 5 for vanilla reads its need through that one function.
     """
     return Question({"op": "stub", "fn": function, "answers": dict(answers), "key": key})
+
+
+def handed_in(name: str) -> Question:
+    """The text of `name`, a data file the book names (a suite, say), as the learner handed it in.
+
+    Answered by the grader from its own copy of the folder, so no learner code
+    runs: the check judges the data itself, with code of the grader's. The
+    answer is the text, or None when the file is not UTF-8 text.
+    """
+    return Question({"op": "handed_in", "name": name})

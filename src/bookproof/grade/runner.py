@@ -117,7 +117,8 @@ def _grade_copy(
                     session = None
                     break
             try:
-                outcomes[check.id] = _run_trial(check, session, _rng(seed, book, check.id))
+                rng = _rng(seed, book, check.id)
+                outcomes[check.id] = _run_trial(check, session, rng, _HandIn(copy, book.files))
             except ChildGone as gone:
                 outcomes[check.id] = _charge(check, gone.outcome, gone.message)
                 session = None
@@ -142,6 +143,24 @@ def _rng(seed: int, book: Book, check_id: str) -> random.Random:
 
 # --- one trial ---------------------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class _HandIn:
+    """The grader's copy of a folder, for the data files a check reads itself."""
+
+    folder: Path
+    files: tuple[str, ...]
+
+    def text(self, name: str) -> str | None:
+        if name not in self.files:
+            # A check may read only what the book tells learners to hand in.
+            raise ValueError(f"{name!r} is not one of the book's files {self.files}")
+        try:
+            return (self.folder / name).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
 _NOT_PLAIN = (
     "Returned something that is not plain data "
     "(only exact dict, list, str, int, float, bool and None count)."
@@ -149,7 +168,9 @@ _NOT_PLAIN = (
 _SHAPE = "Returned values of an unexpected shape."
 
 
-def _run_trial(check: Check, session: Session, rng: random.Random) -> CheckOutcome:
+def _run_trial(
+    check: Check, session: Session, rng: random.Random, hand_in: _HandIn
+) -> CheckOutcome:
     assert check.trial is not None
     session.begin()
     trial = check.trial(rng)
@@ -167,6 +188,9 @@ def _run_trial(check: Check, session: Session, rng: random.Random) -> CheckOutco
                 # expected is a wrong answer, not a reason to stop grading.
                 return _charge(check, "failed", _SHAPE)
             op = dict(question.op)
+            if op["op"] == "handed_in":
+                sent = hand_in.text(op["name"])
+                continue
             kept = next(names) if question.keep else None
             if kept is not None:
                 op["keep"] = kept
