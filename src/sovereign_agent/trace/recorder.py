@@ -225,12 +225,16 @@ class TraceFile:
         even when several processes append to the same trace. Opening alone
         is how a run learns, before it starts, that the file cannot be written.
         """
+        pending = self.pending
         try:
             with self._lock:
-                data = b"".join(self.pending)
-                self.pending.clear()
-                view = memoryview(data)
+                # Only the lines there now: another thread's run may append
+                # while this one writes, and its lines wait for the next batch.
+                count = len(pending)
+                data = b"".join(pending[:count])
+                del pending[:count]
                 descriptor = self._open()
+                view = memoryview(data)
                 while view:
                     view = view[os.write(descriptor, view) :]
         except OSError as error:
