@@ -6,8 +6,10 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import suppress
 from pathlib import Path
 
+import pydantic_core
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from morning_plan import CHAPTER_3, SHOP
@@ -29,6 +31,7 @@ from sovereign_agent.tools import Dispatcher, ExecutableTool
 from sovereign_agent.trace import read_trace
 from sovereign_agent.trace.recorder import (
     MIN_SECRET_FRAGMENT,
+    encode_event,
     holds_secret,
     recorder_from_env,
     redact,
@@ -199,3 +202,76 @@ def test_redaction_leaves_valid_json_without_any_fragment(
 def test_a_reply_is_a_model_reply_and_the_key_is_not_in_it_by_construction() -> None:
     # Guards the test above: what a client hands the loop holds no header.
     assert "api_key" not in ModelReply.model_fields
+
+
+def spellings(text: str) -> set[bytes]:
+    """Every way a JSON encoder of a trace line may write `text` inside a string."""
+    spelled = {json.dumps(text)[1:-1].encode("ascii")}
+    with suppress(pydantic_core.PydanticSerializationError):  # a lone surrogate
+        spelled.add(pydantic_core.to_json(text)[1:-1])
+    return spelled
+
+
+def holds_a_fragment(line: bytes, secrets: list[str]) -> bool:
+    """The plain search: every fragment of every secret, in every spelling."""
+    return any(
+        spelling in line
+        for secret in secrets
+        for fragment in fragments(secret)
+        for spelling in spellings(fragment)
+    )
+
+
+# Quotes, backslashes, controls, text beyond ASCII and beyond the Basic
+# Multilingual Plane, and a lone surrogate: every way a spelling can differ.
+CHARACTERS = st.one_of(st.sampled_from('"\\/\n\t\x00\x7fé€\u2028😀𝄞\udc80'), st.characters())
+SECRETS = st.lists(
+    st.text(CHARACTERS, min_size=MIN_SECRET_FRAGMENT, max_size=24), min_size=1, max_size=3
+)
+
+
+def line_writers() -> st.SearchStrategy[object]:
+    standard = lambda event: json.dumps(event, separators=(",", ":")).encode("ascii")  # noqa: E731
+    return st.sampled_from([encode_event, standard])
+
+
+@st.composite
+def lines_quoting(draw: st.DrawFn, secrets: list[str]) -> bytes:
+    """A trace line whose text is made of random text and pieces of the secrets, long and short."""
+    pieces = []
+    for _ in range(draw(st.integers(0, 6))):
+        if draw(st.booleans()):
+            pieces.append(draw(st.text(CHARACTERS, max_size=10)))
+        else:
+            secret = draw(st.sampled_from(secrets))
+            start = draw(st.integers(0, len(secret)))
+            # Mostly about a fragment long: the pieces where a search that
+            # misses a position would answer wrongly.
+            length = st.integers(MIN_SECRET_FRAGMENT - 4, MIN_SECRET_FRAGMENT + 1)
+            pieces.append(secret[start : start + draw(length | st.integers(0, len(secret)))])
+    write = draw(line_writers())
+    line: bytes = write({"event": "model_reply", "content": "".join(pieces)})  # type: ignore[operator]
+    return line
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), secrets=SECRETS)
+def test_the_anchor_search_answers_as_the_plain_fragment_search(
+    data: st.DataObject, secrets: list[str]
+) -> None:
+    line = data.draw(lines_quoting(secrets))
+    assert holds_secret(line, secrets) == holds_a_fragment(line, secrets)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=st.text(CHARACTERS, min_size=MIN_SECRET_FRAGMENT, max_size=24),
+    before=st.text(CHARACTERS, max_size=10),
+    after=st.text(CHARACTERS, max_size=10),
+    write=line_writers(),
+)
+def test_a_secret_of_any_characters_is_found_in_a_line_either_encoder_wrote(
+    secret: str, before: str, after: str, write: object
+) -> None:
+    line = write({"event": "model_reply", "content": before + secret + after})  # type: ignore[operator]
+    assert holds_secret(line, [secret])

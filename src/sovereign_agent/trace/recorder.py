@@ -18,6 +18,7 @@ shorter piece of a key, only a model error's class is written, never its words.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import os
@@ -84,35 +85,71 @@ def secrets_from_env(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(value for value in values if len(value) >= MIN_SECRET_FRAGMENT)
 
 
-@functools.lru_cache(maxsize=32)
-def _fragments(secrets: tuple[str, ...]) -> tuple[str, ...]:
+def _spellings(text: str) -> tuple[bytes, ...]:
+    """How `text` appears inside a string of a line, as either encoder of `encode_event` writes it.
+
+    Both escape one character at a time, so the spelling of a piece of a
+    string is a piece of the spelling of the string. Pydantic's writes text
+    beyond ASCII as UTF-8 and escapes only what JSON requires; the standard
+    library's, used for a line Pydantic cannot encode, escapes everything
+    beyond ASCII. A piece with a quote and an accent in it is spelled
+    differently by each, and differently from the piece's own UTF-8.
+    """
+    spelled = [json.dumps(text)[1:-1].encode("ascii")]
+    # A lone surrogate Pydantic cannot encode: a line holding it is the standard library's.
+    with contextlib.suppress(pydantic_core.PydanticSerializationError):
+        spelled.append(pydantic_core.to_json(text)[1:-1])
+    return tuple(dict.fromkeys(spelled))
+
+
+def _pieces(secrets: tuple[str, ...], length: int, stride: int) -> tuple[str, ...]:
     return tuple(
         dict.fromkeys(
-            secret[start : start + MIN_SECRET_FRAGMENT]
+            secret[start : start + length]
             for secret in secrets
-            for start in range(len(secret) - MIN_SECRET_FRAGMENT + 1)
+            for start in range(0, len(secret) - length + 1, stride)
         )
     )
 
 
 @functools.lru_cache(maxsize=32)
+def _fragments(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    return _pieces(secrets, MIN_SECRET_FRAGMENT, 1)
+
+
+@functools.lru_cache(maxsize=32)
 def _spelled_fragments(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
-    # How each fragment may appear in a line: as it is, and as JSON escapes it.
+    return tuple(
+        dict.fromkeys(spelling for piece in _fragments(secrets) for spelling in _spellings(piece))
+    )
+
+
+# Every run of MIN_SECRET_FRAGMENT characters of a secret holds a run of
+# _ANCHOR of them that starts at a multiple of _ANCHOR_STRIDE: five positions
+# in a row always hold one multiple of five, and four characters from any of
+# them still end inside the eight. A line that holds none of these anchors
+# holds no fragment, and a fifth as many searches say so.
+_ANCHOR = 4
+_ANCHOR_STRIDE = MIN_SECRET_FRAGMENT - _ANCHOR + 1
+
+
+@functools.lru_cache(maxsize=32)
+def _spelled_anchors(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
     return tuple(
         dict.fromkeys(
             spelling
-            for fragment in _fragments(secrets)
-            for spelling in (
-                fragment.encode("utf-8", "surrogatepass"),
-                json.dumps(fragment)[1:-1].encode("ascii"),
-            )
+            for piece in _pieces(secrets, _ANCHOR, _ANCHOR_STRIDE)
+            for spelling in _spellings(piece)
         )
     )
 
 
 def holds_secret(line: bytes, secrets: Sequence[str]) -> bool:
     """Whether any `MIN_SECRET_FRAGMENT` characters in a row of a secret appear in `line`."""
-    return any(fragment in line for fragment in _spelled_fragments(tuple(secrets)))
+    key = tuple(secrets)
+    return any(anchor in line for anchor in _spelled_anchors(key)) and any(
+        fragment in line for fragment in _spelled_fragments(key)
+    )
 
 
 def _redact_text(text: str, fragments: tuple[str, ...]) -> str:
