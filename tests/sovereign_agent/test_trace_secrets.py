@@ -6,13 +6,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import MutableMapping
 from contextlib import suppress
 from pathlib import Path
 
 import pydantic_core
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from morning_plan import CHAPTER_3, SHOP
+from morning_plan import CHAPTER_3, PLAN, SHOP
 from provider_stub import (
     ANTHROPIC_ROUTE,
     OPENAI_ROUTE,
@@ -26,6 +28,7 @@ from provider_stub import (
 
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import AnthropicClient, ModelReply, OpenAICompatibleClient
+from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.shop import ProductArguments, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool
 from sovereign_agent.trace import read_trace
@@ -202,6 +205,42 @@ def test_redaction_leaves_valid_json_without_any_fragment(
 def test_a_reply_is_a_model_reply_and_the_key_is_not_in_it_by_construction() -> None:
     # Guards the test above: what a client hands the loop holds no header.
     assert "api_key" not in ModelReply.model_fields
+
+
+OLD_KEY = "secret-token-0a1b2c3d4e5f6071"
+NEW_KEY = "pk-live-9f8e7d6c5b4a3921"  # shares no eight characters with OLD_KEY
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["os.environ", "an environ without _data"])
+def test_each_run_redacts_the_keys_the_environment_holds_when_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: bool
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    monkeypatch.setenv("SOVEREIGN_TRACE", str(trace))
+    monkeypatch.delenv("SUPPLIER_API_KEY", raising=False)
+    environ: MutableMapping[str, str] = os.environ
+    if not table:
+        # What an interpreter whose os.environ keeps no table of its own looks like.
+        environ = dict(os.environ)
+        monkeypatch.setattr(os, "environ", environ)
+    task = f"Plan. The operator pasted {OLD_KEY} and {NEW_KEY} here by mistake."
+
+    def plan() -> None:
+        run_task(ScriptedModel(PLAN), build_tools(SHOP), task, max_steps=6, max_tool_calls=8)
+
+    plan()
+    environ["SUPPLIER_API_KEY"] = OLD_KEY
+    plan()
+    environ["SUPPLIER_API_KEY"] = NEW_KEY
+    plan()
+    del environ["SUPPLIER_API_KEY"]
+    plan()
+    assert [run.started.task for run in read_trace(trace)] == [
+        task,
+        task.replace(OLD_KEY, "***"),
+        task.replace(NEW_KEY, "***"),
+        task,
+    ]
 
 
 def spellings(text: str) -> set[bytes]:

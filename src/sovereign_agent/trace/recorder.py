@@ -85,6 +85,38 @@ def secrets_from_env(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(value for value in values if len(value) >= MIN_SECRET_FRAGMENT)
 
 
+# The process's environment as it stood at the last scan for secrets, and what
+# the scan found. See `_process_secrets`.
+_scanned: tuple[object, tuple[str, ...]] = (None, ())
+
+
+def _process_secrets() -> tuple[str, ...]:
+    """`secrets_from_env(os.environ)`, as it is now, scanning only when the environment changed.
+
+    Every run is redacted against the environment as it stands when the run
+    starts, and a scan of every name cost three to four per cent of the
+    chapter 3 plan against the scripted model (`scripts/bench_trace.py`).
+    Python code changes the environment through `os.environ`, which keeps its
+    own table of the variables (`_data`, in bytes on POSIX); a copy of that
+    table, compared with it at each run, is exact (a variable added, removed
+    or changed makes them differ) at a twentieth of the cost of a scan. Where
+    the table is not there to compare, every run scans.
+    """
+    global _scanned
+    table = getattr(os.environ, "_data", None)
+    if not isinstance(table, dict):
+        return secrets_from_env(os.environ)
+    copy, secrets = _scanned
+    if copy == table:
+        return secrets
+    # Copied before the scan: a change made while it runs leaves the copy
+    # behind the table, so the next run scans again.
+    copy = dict(table)
+    secrets = secrets_from_env(os.environ)
+    _scanned = (copy, secrets)
+    return secrets
+
+
 def _spellings(text: str) -> tuple[bytes, ...]:
     """How `text` appears inside a string of a line, as either encoder of `encode_event` writes it.
 
@@ -620,10 +652,34 @@ class Recorder:
         )
 
 
+# The sinks `recorder_from_env` made for the process's environment, by the file
+# and the secrets each redacts: a run that finds both as the last run left them
+# appends through the same sink, instead of paying again (Path, absolute path,
+# the process's file looked up under a lock) for one it would build the same.
+# Bounded, like the fingerprints above, for a process that keeps changing its keys.
+_ENV_SINKS: dict[tuple[str, tuple[str, ...]], JsonLinesFile] = {}
+_ENV_SINKS_KEPT = 64
+
+
 def recorder_from_env(environ: Mapping[str, str] | None = None) -> Recorder:
-    """A recorder that appends to the file `SOVEREIGN_TRACE` names, or one that records nothing."""
+    """A recorder that appends to the file `SOVEREIGN_TRACE` names, or one that records nothing.
+
+    Without `environ`, the process's environment as it is when the run starts:
+    the file it names now, and the keys it holds now.
+    """
     env = os.environ if environ is None else environ
     path = env.get(TRACE_VARIABLE, "").strip()
     if not path:
         return Recorder(None)
-    return Recorder(JsonLinesFile(Path(path), secrets=secrets_from_env(env)))
+    if environ is not None:
+        return Recorder(JsonLinesFile(Path(path), secrets=secrets_from_env(environ)))
+    if not os.path.isabs(path):
+        # Absolute now: a later change of directory must not move the trace.
+        path = os.path.join(os.getcwd(), path)
+    key = (path, _process_secrets())
+    sink = _ENV_SINKS.get(key)
+    if sink is None:
+        if len(_ENV_SINKS) >= _ENV_SINKS_KEPT:
+            _ENV_SINKS.clear()
+        sink = _ENV_SINKS[key] = JsonLinesFile(Path(path), secrets=key[1])
+    return Recorder(sink)
