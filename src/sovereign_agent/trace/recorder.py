@@ -354,8 +354,8 @@ atexit.register(_close_trace_files)
 class JsonLinesFile:
     """A sink that appends events to a file, one line of JSON each.
 
-    Lines are written in batches, because a write per event would cost more
-    than the run it records: when the run finishes, and before a model request
+    Lines are written in batches, because a write per event would make
+    recording a third dearer: when the run finishes, and before a model request
     if a second has passed since the last write. Against a real model, whose
     replies take seconds, that is before every request, so the file is never
     behind a run that is waiting on its model, the wait a process is most
