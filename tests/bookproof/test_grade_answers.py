@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bookproof.grade.books import load_book
 from bookproof.grade.child.encoding import FrameError, decode_json, make_encoder
 from bookproof.grade.questions import Answer, same
-from bookproof.grade.runner import _run_trial
+from bookproof.grade.runner import _run_trial, prepare
 from bookproof.grade.session import OUTCOMES, _answer
 
 encode = make_encoder()
@@ -191,7 +191,7 @@ class ScriptedSession:
         return self.data.draw(any_answer)
 
 
-@pytest.mark.parametrize("number", [1, 2, 3])
+@pytest.mark.parametrize("number", [1, 2, 3, 7, 8])
 @given(data=st.data())
 def test_every_check_turns_any_answers_into_an_outcome(number: int, data: st.DataObject) -> None:
     # Answers are the submission's: whatever their shape, the grader answers
@@ -199,7 +199,10 @@ def test_every_check_turns_any_answers_into_an_outcome(number: int, data: st.Dat
     book = load_book(number)
     check = data.draw(st.sampled_from([c for c in book.checks if c.trial is not None]))
     seed = data.draw(st.integers(0, 10**6))
-    outcome = _run_trial(check, ScriptedSession(data), random.Random(seed))  # type: ignore[arg-type]
+    # Folders are the grader's own: here only their paths matter.
+    folders = iter(range(1000))
+    prepared = prepare(check, random.Random(seed), lambda _: f"/files/f{next(folders)}")
+    outcome = _run_trial(check, ScriptedSession(data), prepared)  # type: ignore[arg-type]
     assert outcome.outcome in OUTCOMES
     assert outcome.points in (0, check.points)
     assert "secret-token" not in outcome.feedback
