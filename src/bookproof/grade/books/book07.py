@@ -897,7 +897,7 @@ def ex2_bounded(rng: random.Random) -> Trial:
     references: dict[str, Any] = {
         f"{full}.md": full_text,
         f"{big}.md": big_text,
-        f"{huge}.md": Sparse(rng.randint(1, 64) * 1024 * 1024),
+        f"{huge}.md": Sparse(rng.randint(1, 16) * 1024 * 1024),
     }
     _, entry = _reading_skill(rng, name, references)
     root = yield from _folder({name: entry})
