@@ -12,6 +12,8 @@ from typing import Any
 
 from system_components import require_executable
 
+from bookproof.grade.book import BASELINE, Book
+
 ROOT = Path(__file__).resolve().parents[1]
 BWRAP_INSTALL = "sudo apt-get install bubblewrap"
 
@@ -45,6 +47,18 @@ class Graded:
     @property
     def exercises(self) -> tuple[int, int]:
         return self.entry["exercises"]["points"], self.entry["exercises"]["max"]
+
+    def holds_every_check_of(self, book: Book) -> bool:
+        """Full marks, on exactly the checks the book declares."""
+        return set(self.passed) == {check.id for check in book.checks} and self.full
+
+    def earns_only_the_baseline_of(self, book: Book) -> bool:
+        """Every chapter-baseline point, and not one exercise point."""
+        baseline = sum(check.points for check in book.checks if check.kind == BASELINE)
+        return self.baseline == (baseline, baseline) and self.exercises == (
+            0,
+            book.max_points - baseline,
+        )
 
 
 def edited(text: str, edits: Sequence[tuple[str, str]]) -> str:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from grading import Graded, grade_batch
+from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
 
@@ -148,14 +148,6 @@ TEST_FILES: dict[str, tuple[str, set[str]]] = {
 }
 
 
-def _edited(edits: list[tuple[str, str]]) -> str:
-    text = SOLUTION
-    for old, new in edits:
-        assert text.count(old) == 1, f"the solution no longer contains {old!r}"
-        text = text.replace(old, new)
-    return text
-
-
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book02")
@@ -165,7 +157,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
         "starter": {"shop_tools.py": STARTER},
     }
     for name, (edits, _) in MISTAKES.items():
-        folders[name] = {"shop_tools.py": _edited(edits), **with_tests}
+        folders[name] = {"shop_tools.py": edited(SOLUTION, edits), **with_tests}
     for name, (tests, _) in TEST_FILES.items():
         folders[name] = {"shop_tools.py": SOLUTION, "test_book02_mango.py": tests}
     return grade_batch(2, folders, base=base)

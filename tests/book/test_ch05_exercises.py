@@ -1,5 +1,7 @@
-"""Exercise Book 5: the solution's own tests pass against it and fail against the starter, the
-grader's door speaks plain JSON over real store files, and the notebooks match their plans.
+"""Exercise Book 5: the grader gives the reference full marks, the starter its chapter baseline
+only, and each mistake exactly the checks it breaks; the solution's own tests pass against it and
+fail against the starter; the grader's door speaks plain JSON over real store files; the notebooks
+match their plans.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from pathlib import Path
 import pytest
 from exercise_books import hand_in as hand_in_module
 from exercise_books import notebook_script, run_in
+from grading import Graded, edited, grade_batch
 
+from bookproof.grade.books import load_book
 from bookproof.notebooks.build import notebook_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,8 +27,183 @@ LEARNER = ROOT / "book/textbook/learner/profrod_sovereign_agent_ch05_persistent_
 DOOR = "# --- The grader's door"
 
 
+GRADED = load_book(5)
+
+
 def hand_in(tmp_path: Path, shop_store: str) -> Path:
     return hand_in_module(tmp_path, SOLUTIONS, "shop_store.py", shop_store)
+
+
+# --- the grader, through its command line, in bubblewrap ------------------------------
+
+COUNT = "    with transaction(connection):\n        for sku, tubs in counted.items():"
+INDEX = (
+    "    \"CREATE UNIQUE INDEX one_open_draft_per_sku ON drafts (sku) WHERE status = 'DRAFT'\",\n"
+)
+
+# name -> (edits to the solution, the checks it must lose); a lost guard shows as locked.
+MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
+    # The chapter's seed without its transaction: a bad row leaves the rows before it.
+    "seed_row_by_row": (
+        [
+            (
+                "    with transaction(connection):\n        if connection.execute(",
+                "    if True:\n        if connection.execute(",
+            )
+        ],
+        {"ch5_bad_seed_refused"},
+    ),
+    # Exercise 1: every line checked, but each UPDATE commits on its own.
+    "count_without_a_transaction": (
+        [(COUNT, "    if True:\n        for sku, tubs in counted.items():")],
+        {"ex1_count_all_or_nothing", "ex1_count_sets_stock"},
+    ),
+    # Exercise 1: the numbers go to SQLite unchecked (STRICT takes 7.0 as 7).
+    "count_trusts_its_numbers": (
+        [
+            (
+                'counted = {sku: whole_number(f"the count of {sku}", tubs) for sku, tubs in '
+                "counts.items()}",
+                "counted = dict(counts)",
+            )
+        ],
+        {"ex1_count_types"},
+    ),
+    # Exercise 1: an empty count counts nothing, quietly.
+    "count_accepts_nothing": (
+        [
+            (
+                "    if not counts:\n"
+                '        raise ValueError("a stock count must count at least one sku")\n',
+                "",
+            )
+        ],
+        {"ex1_count_empty"},
+    ),
+    # Exercise 1: the count leaves the draft for the old need open.
+    "count_keeps_stale_drafts": (
+        [
+            (
+                "                raise KeyError(sku)\n"
+                "            supersede_stale_draft(connection, sku)\n",
+                "                raise KeyError(sku)\n",
+            )
+        ],
+        {"ex1_count_supersedes"},
+    ),
+    # Exercise 2: the rebuild forgets the partial unique index, and drafting breaks.
+    "migration_forgets_the_index": (
+        [
+            (
+                '    "ALTER TABLE drafts_v2 RENAME TO drafts",\n' + INDEX,
+                '    "ALTER TABLE drafts_v2 RENAME TO drafts",\n',
+            )
+        ],
+        {
+            "ch5_draft_saved_once",
+            "ch5_delivery_supersedes",
+            "ex1_count_supersedes",
+            "ex2_one_open_draft",
+        },
+    ),
+    # Exercise 2: SCHEMA_V1 edited instead of a migration appended: old files stay at 1.
+    "schema_v1_edited": (
+        [
+            (
+                "CONSTRAINT known_status CHECK (status IN ('DRAFT', 'SUPERSEDED'))",
+                "CONSTRAINT known_status CHECK (status IN ('DRAFT', 'SUPERSEDED', 'CANCELLED'))",
+            ),
+            (
+                "MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1, CANCELLABLE_DRAFTS_V2)",
+                "MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1,)",
+            ),
+        ],
+        {
+            "ex2_new_store_version_2",
+            "ex2_version_1_file_kept",
+            "ex2_one_open_draft",
+            "ex2_cancel",
+            "ex2_newer_refused",
+        },
+    ),
+    # Exercise 2: every draft of the sku cancelled, the superseded ones too.
+    "cancel_every_draft_of_the_sku": (
+        [
+            (
+                'UPDATE drafts SET status = \'CANCELLED\' WHERE id = ?", (draft["id"],)',
+                "UPDATE drafts SET status = 'CANCELLED' WHERE sku = ?\", (sku,)",
+            )
+        ],
+        {"ex2_cancel"},
+    ),
+    # Exercise 2: nothing open to cancel, and nothing said.
+    "cancel_says_nothing": (
+        [
+            (
+                "        if draft is None:\n            raise KeyError(sku)\n",
+                "        if draft is None:\n            return {}\n",
+            )
+        ],
+        {"ex2_cancel_nothing_open"},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+    folders: dict[str, dict[str, str]] = {
+        "solution": {"shop_store.py": SOLUTION},
+        "starter": {"shop_store.py": STARTER},
+    }
+    for name, (edits, _) in MISTAKES.items():
+        folders[name] = {"shop_store.py": edited(SOLUTION, edits)}
+    return grade_batch(5, folders, base=tmp_path_factory.mktemp("book05"))
+
+
+def test_the_reference_solution_scores_full_marks(report: dict[str, Graded]) -> None:
+    assert report["solution"].holds_every_check_of(GRADED)
+
+
+def test_the_untouched_starter_earns_its_chapter_baseline_and_no_exercise_point(
+    report: dict[str, Graded],
+) -> None:
+    starter = report["starter"]
+    assert starter.earns_only_the_baseline_of(GRADED)
+    assert (starter.baseline, starter.exercises) == ((6, 6), (0, 15))
+    for guard in ("ex1_count_sets_stock", "ex2_one_open_draft", "ex2_newer_refused"):
+        assert starter.outcomes[guard] == "locked"
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistake: str) -> None:
+    assert report[mistake].failed == MISTAKES[mistake][1]
+
+
+def test_book_5_grades_no_learner_tests() -> None:
+    # Every exercise of the book is new behaviour, graded as such; the unit's
+    # tests are the learner's own (and the README says so).
+    assert GRADED.groups() == []
+
+
+@pytest.mark.parametrize("isolation", ["bubblewrap", "process"])
+def test_the_reference_keeps_full_marks_whatever_the_seed_and_the_isolation(
+    tmp_path: Path, isolation: str
+) -> None:
+    # Each check's store files live in its own scratch folder, in either mode.
+    for seed in ("1", "2"):
+        folder = tmp_path / seed
+        folder.mkdir()
+        graded = grade_batch(
+            5,
+            {"solution": {"shop_store.py": SOLUTION}},
+            base=folder,
+            isolation=isolation,
+            options=["--seed", seed],
+        )
+        assert graded["solution"].full
+
+
+# --- the solution's own tests, the door, the notebooks ----------------------------------
 
 
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
-"""Exercise Book 6: the solution's own tests pass against it and fail against the starter, its
-state machine catches each fault the unit plants, the grader's door speaks plain JSON over real
-store files, and the notebooks match their plans.
+"""Exercise Book 6: the grader gives the reference full marks, the starter its chapter baseline
+only, each mistake exactly the checks it breaks, and learner tests what they catch; the solution's
+own tests pass against it and fail against the starter, its state machine catches each fault the
+unit plants, the grader's door speaks plain JSON over real store files, and the notebooks match
+their plans.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from pathlib import Path
 import pytest
 from exercise_books import hand_in as hand_in_module
 from exercise_books import notebook_script, run_in
+from grading import Graded, grade_batch
 
+from bookproof.grade.books import load_book
 from bookproof.notebooks.build import notebook_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,6 +90,188 @@ def with_write_off(source: str, replacement: str) -> str:
     """The solution with its write_off replaced: the definition between Exercise 2 and the door."""
     start = source.index("def write_off(", source.index(EXERCISE_2))
     return source[:start] + replacement.lstrip() + "\n\n" + source[source.index(DOOR) :]
+
+
+# --- the grader, through its command line, in bubblewrap ------------------------------
+
+GRADED = load_book(6)
+NOTE_CHECKS = {"ex1_note_tests"}
+MACHINE_CHECKS = {
+    "ex2_machine_catches_clamping",
+    "ex2_machine_catches_stale_drafts",
+    "ex2_machine_catches_negative_tubs",
+}
+TEST_FILES = {path.name: path.read_text(encoding="utf-8") for path in SOLUTIONS.glob("test_*.py")}
+
+# name -> (the reservations.py handed in, the checks it must lose). These are handed in
+# without tests, which costs exactly the learner-test checks besides.
+MISTAKES: dict[str, tuple[str, set[str]]] = {
+    # Chapter 6's collect forgets the promise it keeps.
+    "collect_keeps_the_promise": (
+        SOLUTION.replace(
+            'move_tubs(connection, "collect", sku, tubs, on_hand=-1, reserved=-1)',
+            'move_tubs(connection, "collect", sku, tubs, on_hand=-1)',
+        ),
+        {"ch6_actions", "ch6_refusals"},
+    ),
+    # Exercise 1: each line's work right, but no transaction around the note.
+    "note_without_a_transaction": (
+        SOLUTION.replace(
+            "    with transaction(connection):\n        for sku, tubs in note.items():",
+            "    if True:\n        for sku, tubs in note.items():",
+        ),
+        {"ex1_note_all_or_nothing", "ex1_note_expected_lines"},
+    ),
+    # Exercise 1: the numbers go to SQLite unchecked (True and 2.0 go in as tubs).
+    "note_trusts_its_numbers": (
+        SOLUTION.replace(
+            "    # Every number is checked before the lock: a bad line never takes it.\n"
+            "    for tubs in note.values():\n"
+            '        at_least_one_tub("receive", tubs)\n',
+            "",
+        ),
+        {"ex1_note_bad_numbers"},
+    ),
+    # Exercise 1: a note with no lines is received, quietly.
+    "note_accepts_an_empty_note": (
+        SOLUTION.replace("    if not note:\n", "    if note is None:\n"),
+        {"ex1_note_empty"},
+    ),
+    # Exercise 1: an accepted surplus takes all its tubs off the van (below 0: refused).
+    "note_empties_more_than_the_van": (
+        SOLUTION.replace('off_the_van = min(tubs, product["incoming"])', "off_the_van = tubs"),
+        {"ex1_note_surplus_accepted"},
+    ),
+    # Exercise 2: Unit B's three faults, each alone.
+    "write_off_stops_at_0": (
+        with_write_off(SOLUTION, FAULTY_WRITE_OFFS["stops at 0 instead of refusing"]),
+        {"ex2_write_off_too_many", "ex2_write_off_moves_stock"},
+    ),
+    "write_off_leaves_the_draft": (
+        with_write_off(SOLUTION, FAULTY_WRITE_OFFS["leaves the stale draft open"]),
+        {"ex2_write_off_supersedes"},
+    ),
+    "write_off_takes_negative_tubs": (
+        with_write_off(SOLUTION, FAULTY_WRITE_OFFS["takes -3 tubs as 3 more"]),
+        {"ex2_write_off_no_tubs"},
+    ),
+}
+
+MACHINE = TEST_FILES["test_book06_machine.py"]
+NOTE = TEST_FILES["test_book06_note.py"]
+
+
+def template(unit: str, name: str) -> str:
+    """The test file a unit's new-file cell creates, as the learner first gets it."""
+    plan = (BOOK / f"{unit}.md").read_text(encoding="utf-8")
+    return plan.split(f"```python new-file={name}\n", 1)[1].split("\n```\n", 1)[0] + "\n"
+
+
+# name -> (test files handed in beside the reference, the checks they must lose).
+LEARNER_TESTS: dict[str, tuple[dict[str, str], set[str]]] = {
+    "note_tests_assert_nothing": (
+        {"test_book06_note.py": "import reservations\n\n\ndef test_note():\n    pass\n"},
+        NOTE_CHECKS | MACHINE_CHECKS,
+    ),
+    # The connection stays with the code under test: it offers close() and nothing else,
+    # so SQL of the test's own fails against the reference.
+    "note_tests_run_their_own_sql": (
+        {
+            "test_book06_note.py": NOTE.replace(
+                "    return [tuple(delivery) for delivery in deliveries_in_file(path)]",
+                "    with closing(open_store(path)) as connection:\n"
+                '        rows = connection.execute("SELECT sku, tubs FROM deliveries")\n'
+                "        return [tuple(row) for row in rows]",
+            )
+        },
+        NOTE_CHECKS | MACHINE_CHECKS,
+    ),
+    # The shapes the units hand out earn nothing until the learner adds the tests that matter.
+    "note_template_as_given": (
+        {"test_book06_note.py": template("unit_a", "test_book06_note.py")},
+        NOTE_CHECKS | MACHINE_CHECKS,
+    ),
+    "machine_template_as_given": (
+        {"test_book06_machine.py": template("unit_b", "test_book06_machine.py")},
+        NOTE_CHECKS | MACHINE_CHECKS,
+    ),
+    "machine_asserts_nothing": (
+        {"test_book06_machine.py": "import reservations\n\n\ndef test_machine():\n    pass\n"},
+        NOTE_CHECKS | MACHINE_CHECKS,
+    ),
+    # Without the invariant about open drafts, a stale draft goes unseen.
+    "machine_without_the_draft_invariant": (
+        {
+            "test_book06_machine.py": MACHINE.replace(
+                "    @invariant()\n    def every_open_draft_is_for_the_current_need(self):",
+                "    def every_open_draft_is_for_the_current_need(self):",
+            )
+        },
+        NOTE_CHECKS | {"ex2_machine_catches_stale_drafts"},
+    ),
+    # Only whole tubs tried: a write-off of -3 is never attempted.
+    "machine_tries_positive_tubs_only": (
+        {"test_book06_machine.py": MACHINE.replace("st.integers(-2, 6)", "st.integers(1, 6)")},
+        NOTE_CHECKS | {"ex2_machine_catches_negative_tubs"},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+    folders: dict[str, dict[str, str]] = {
+        "solution": {"reservations.py": SOLUTION, **TEST_FILES},
+        "starter": {"reservations.py": STARTER},
+    }
+    for name, (module, _) in MISTAKES.items():
+        assert module != SOLUTION, f"{name}: the edit no longer applies"
+        folders[name] = {"reservations.py": module}
+    for name, (files, _) in LEARNER_TESTS.items():
+        assert all(text not in TEST_FILES.values() for text in files.values()), name
+        folders[name] = {"reservations.py": SOLUTION, **files}
+    return grade_batch(6, folders, base=tmp_path_factory.mktemp("book06"))
+
+
+def test_the_reference_solution_scores_full_marks(report: dict[str, Graded]) -> None:
+    assert report["solution"].holds_every_check_of(GRADED)
+
+
+def test_the_untouched_starter_earns_its_chapter_baseline_and_no_exercise_point(
+    report: dict[str, Graded],
+) -> None:
+    starter = report["starter"]
+    assert starter.earns_only_the_baseline_of(GRADED)
+    assert (starter.baseline, starter.exercises) == ((6, 6), (0, 15))
+    for guard in ("ex1_note_expected_lines", "ex2_write_off_moves_stock"):
+        assert starter.outcomes[guard] == "locked"
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistake: str) -> None:
+    assert report[mistake].failed == MISTAKES[mistake][1] | NOTE_CHECKS | MACHINE_CHECKS
+
+
+@pytest.mark.parametrize("tests", sorted(LEARNER_TESTS))
+def test_learner_tests_earn_what_they_catch_and_nothing_more(
+    report: dict[str, Graded], tests: str
+) -> None:
+    assert report[tests].failed == LEARNER_TESTS[tests][1]
+
+
+def test_the_reference_keeps_full_marks_in_process_mode_with_another_seed(tmp_path: Path) -> None:
+    # The tests' store paths (pytest's tmp_path, a TemporaryDirectory) name files
+    # beside the code under test, whichever temporary folder each side has. Out
+    # of the sandbox those files are on the disk, not in memory, and every commit
+    # waits for it: the runs get the time a slow disk needs (--timeout 20 gives
+    # each run of the tests 60 s).
+    graded = grade_batch(
+        6,
+        {"solution": {"reservations.py": SOLUTION, **TEST_FILES}},
+        base=tmp_path,
+        isolation="process",
+        options=["--seed", "2", "--timeout", "20"],
+    )
+    assert graded["solution"].full
 
 
 # What the shrunk failing sequence shows, per fault.

@@ -186,7 +186,9 @@ def test_the_code_under_test_sees_the_tests_folder_at_the_same_path(tmp_path: Pa
         return sorted(os.listdir(path)), os.readlink(f"{path}/link")
 
     ours, theirs = socket.socketpair()
-    server = threading.Thread(target=serve, args=(theirs, group, {"look": look}, {}, scratch))
+    server = threading.Thread(
+        target=serve, args=(theirs, group, {"look": look}, {}), kwargs={"scratch": scratch}
+    )
     server.start()
     try:
         request = {

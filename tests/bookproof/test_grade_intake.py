@@ -2,7 +2,8 @@
 
 Property tests: any name becomes printable text that says which name it was;
 any tree of plain files is copied exactly; any bytes a learner's tests send
-to the oracle get one answer per line and never stop it.
+to the oracle get one answer per line and never stop it; any path they name
+lands inside the run's own folder.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 from bookproof.grade.books import load_book
 from bookproof.grade.child.encoding import decode_json
 from bookproof.grade.intake import copy_submission, printable
-from bookproof.grade.oracle import implementation, load_reference, serve
+from bookproof.grade.oracle import implementation, in_folder, load_reference, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,3 +130,22 @@ def test_any_request_from_a_learners_tests_gets_one_answer_and_never_stops_the_o
         theirs.close()
     finally:
         sys.modules.pop(book.module, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["..", ".", "", "tmp", "a b", "lucy.db", "/", "//"]), max_size=8))
+def test_any_path_a_test_names_lands_inside_the_runs_folder(parts: list[str]) -> None:
+    path = "/".join(parts)
+    with tempfile.TemporaryDirectory() as folder:
+        inside = in_folder(path, folder)
+        assert os.path.realpath(inside) == os.path.realpath(folder) or os.path.realpath(
+            inside
+        ).startswith(os.path.realpath(folder) + os.sep)
+        # The same path names the same file for the whole run; its folder exists.
+        assert in_folder(path, folder) == inside
+        assert os.path.isdir(os.path.dirname(inside))
+
+
+def test_a_path_that_is_not_text_is_left_to_the_code_under_test(tmp_path: Path) -> None:
+    assert in_folder(7, str(tmp_path)) == 7
+    assert in_folder(None, str(tmp_path)) is None

@@ -149,14 +149,17 @@ The rules, which the grader and the test suite hold every book to:
   and the `Surface` the tests may use, and each `@tests.catches(...)` declares
   one faulty version of the reference (`solutions/bookNN/<module>.py`). The
   grader runs the tests against stand-ins that pass only plain values, so a
-  test can recognise the reference by its behaviour and by nothing else.
+  test can recognise the reference by its behaviour and by nothing else. A
+  surface function that opens a file names it in `paths`: the implementation
+  takes the test's path inside a folder of that run's own.
 - Questions (`questions`): `call`, `method` (with `keep=True` to hold an
   object in the child and get a `Ref`), `let`/`get`/`set_item` for the
   caller's own data, `attrs`, `probe`/`probe_count` for a tool whose runs are
-  counted, `stub` to see where a value comes from, `raises=True` to receive the
-  whole `Answer` (exceptions included), and `folder` (before any question) for
-  a folder the grader makes. Without `raises`, an exception or a value that
-  is not plain data ends the check with feedback the grader writes.
+  counted, `stub` to see where a value comes from, `scratch_path` for a file
+  in a folder of the check's own (a store), `raises=True` to receive the
+  whole `Answer` (exceptions included), and `folder` (before any question)
+  for a folder the grader makes. Without `raises`, an exception or a value
+  that is not plain data ends the check with feedback the grader writes.
 - Expected values are computed in the check from data it chose, never by
   calling the submission, never from a value it returned. A folder the code
   under test reads is the grader's (`folder`), never one the submission's

@@ -84,7 +84,11 @@ class Surface:
     it returns: `JSON` for plain data, or the name of an object kind.
     `objects`: per object kind, its methods (each mapped like a function) and
     the fields a test may read. `constants`: plain-data module attributes
-    (copied from the reference once per run).
+    (copied from the reference once per run). `paths`: the functions whose
+    first argument (or `path=`) names a file, such as a store's `open_store`.
+    The code under test runs in another sandbox than the tests, so the path a
+    test gives is taken inside a folder of that run's own over there: within
+    one run the same path names the same file, and no run meets another's.
 
     `files`: the tests pass paths of folders they made (in pytest's
     `tmp_path`) to code that reads them. That code runs in another sandbox,
@@ -96,6 +100,7 @@ class Surface:
     functions: Mapping[str, str]
     objects: Mapping[str, ObjectKind] = field(default_factory=dict)
     constants: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
     files: bool = False
 
     def names(self) -> tuple[str, ...]:
@@ -337,6 +342,8 @@ class Book:
         """Declare a test file the learner hands in; then declare what it must catch."""
         if not re.fullmatch(r"test_[a-z0-9_]+\.py", file):
             raise BookError(f"learner test file {file!r} must be named test_<name>.py")
+        if not set(surface.paths) <= set(surface.functions):
+            raise BookError(f"{file}: every function in `paths` must be one of `functions`")
         return LearnerTests(self, exercise, file, section, surface, reference_runs)
 
     def groups(self) -> list[LearnerTests]:

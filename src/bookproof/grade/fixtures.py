@@ -38,10 +38,12 @@ __all__ = [
     "refused",
     "report_view",
     "run_summary",
+    "saved_draft",
     "schema_names",
     "shop",
     "shop_rows",
     "sku",
+    "stored",
     "token",
 ]
 
@@ -79,8 +81,17 @@ def shop(rows: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
 
 
 def need(row: Mapping[str, Any]) -> int:
-    """The grader's own replenishment need: max(0, target - on hand + reserved)."""
-    return max(0, int(row["reorder_point"]) - int(row["on_hand"]) + int(row.get("reserved", 0)))
+    """The grader's own replenishment need: max(0, target + reserved - on hand - incoming).
+
+    A row without `reserved` or `incoming` (chapters 1 to 5 wrote neither) has none.
+    """
+    shortfall = (
+        int(row["reorder_point"])
+        + int(row.get("reserved", 0))
+        - int(row["on_hand"])
+        - int(row.get("incoming", 0))
+    )
+    return max(0, shortfall)
 
 
 # --- random data, so an answer recorded in one run is useless in the next -------
@@ -95,8 +106,13 @@ def sku(rng: random.Random) -> str:
     return "SKU-" + "".join(rng.choice(string.ascii_uppercase) for _ in range(7))
 
 
-def extra_product(rng: random.Random, *, reserved: bool = False) -> dict[str, Any]:
-    """A product the grader invents, always below its target (so it has a need)."""
+def extra_product(
+    rng: random.Random, *, reserved: bool = False, incoming: bool = False
+) -> dict[str, Any]:
+    """A product the grader invents, always below its target (so it has a need).
+
+    With `incoming`, some tubs are on their way, never enough to fill it: the need stays above 0.
+    """
     row: dict[str, Any] = {
         "sku": sku(rng),
         "name": "Flavour " + token(rng, 4),
@@ -105,6 +121,8 @@ def extra_product(rng: random.Random, *, reserved: bool = False) -> dict[str, An
     }
     if reserved:
         row["reserved"] = rng.randint(0, 6)
+    if incoming:
+        row["incoming"] = rng.randint(1, row["reorder_point"] - row["on_hand"] - 1)
     return row
 
 
@@ -139,6 +157,38 @@ def ok(value: Any) -> dict[str, Any]:
 
 def refused(code: str) -> dict[str, Any]:
     return {"ok": False, "error": code}
+
+
+# --- a store's rows, as chapter 5's and chapter 6's functions read them back -----
+
+
+def stored(rows: Sequence[Mapping[str, Any]], *, counts: bool = False) -> list[dict[str, Any]]:
+    """The products a store holds for `rows`, as its stock report gives them: by sku, with needs.
+
+    Chapter 5's table has four columns; with `counts` (chapter 6's migration
+    2), `reserved` and `incoming` too, 0 for a row that has none.
+    """
+    products = []
+    for row in sorted(rows, key=lambda item: str(item["sku"])):
+        product = {column: row[column] for column in ("sku", "name", "on_hand", "reorder_point")}
+        if counts:
+            product |= {"reserved": row.get("reserved", 0), "incoming": row.get("incoming", 0)}
+        products.append({**product, "needed": need(row)})
+    return products
+
+
+def saved_draft(
+    draft_id: int, sku: str, quantity: int, unit: int, status: str = "DRAFT"
+) -> dict[str, Any]:
+    """One saved draft, as `read_drafts` gives it."""
+    return {
+        "id": draft_id,
+        "sku": sku,
+        "quantity": quantity,
+        "unit_cost_pence": unit,
+        "total_pence": quantity * unit,
+        "status": status,
+    }
 
 
 _REPORT_COLUMNS = ("sku", "on_hand", "reorder_point", "needed")

@@ -22,7 +22,8 @@ run (the learner's `TMPDIR`), replacing the last copy, before it answers.
 It runs no learner code; it reads the learner's requests under the same
 strict decoder the grader uses, in a sandbox under the same limits. A fork
 shares nothing with the next one: each starts from the state the oracle had
-before any run, and ends with its run (its folders are removed when it does).
+before any run, works in a folder of its own (where the files the tests name
+go, see `Surface.paths`), and ends with its run, its folders removed after it.
 """
 
 from __future__ import annotations
@@ -93,16 +94,32 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def in_folder(path: Any, folder: str) -> Any:
+    """Where the file a test named lives in this run: inside the run's own folder.
+
+    The test's path is one of its own sandbox (pytest's tmp_path, say), which
+    this sandbox cannot see; taken inside `folder`, it names the same file for
+    the whole run and no file of another run. `..` cannot climb out of it.
+    """
+    if not isinstance(path, str):
+        return path  # not a path: the code under test says what it thinks of it
+    inside = os.path.join(folder, os.path.normpath("/" + path).lstrip("/"))
+    os.makedirs(os.path.dirname(inside), exist_ok=True)
+    return inside
+
+
 def serve(
     sock: socket.socket,
     group: LearnerTests,
     functions: Mapping[str, Callable[..., Any]],
     constants: Mapping[str, Any],
+    folder: str = ".",
     scratch: Path | None = None,
 ) -> None:
     """Answer requests until the stand-in's side closes.
 
-    `scratch`: where the tests' folders are made again when a request carries them.
+    Files named by tests (`Surface.paths`) go in `folder`; `scratch` is where
+    the tests' folders are made again when a request carries them.
     """
     encode = make_encoder()
     surface = group.surface
@@ -164,6 +181,11 @@ def serve(
                 name = request["call"]
                 if name not in surface.functions:
                     raise AttributeError(name)
+                if name in surface.paths:
+                    if args:
+                        args[0] = in_folder(args[0], folder)
+                    elif "path" in kwargs:
+                        kwargs["path"] = in_folder(kwargs["path"], folder)
                 answer(functions[name](*args, **kwargs), surface.functions[name])
             else:
                 kind, target = objects[request["on"]]
@@ -195,6 +217,7 @@ def main() -> None:
         # none may list it, so code under test led there by a link cannot
         # find another run's copy of another learner's folders.
         os.chmod("/tmp", 0o1733)
+    # Each server's folders, by its pid: removed once the server has ended.
     folders: dict[int, list[Path]] = {}
     with socket.socket(fileno=config["control"]) as control:
         while True:
@@ -207,6 +230,7 @@ def main() -> None:
                     os.close(fd)
                 continue
             run = json.loads(message)
+            # A folder of its own, in case the code under test writes files.
             own = Path(tempfile.mkdtemp(prefix="run-"))
             scratch = None
             if run.get("scratch") is not None:
@@ -238,12 +262,11 @@ def _serve_one(
         signal.alarm(max(1, int(run["timeout"])))
         if not forbid_new_processes() and config["require_filter"]:
             os._exit(1)
-        # A folder of its own, in case the code under test writes files.
         os.chdir(own)
         variant = next((v for v in group.versions() if v.id == run["variant"]), None)
         functions = implementation(group, reference, variant, random.Random(run["seed"]))
         with socket.socket(fileno=fd) as sock:
-            serve(sock, group, functions, constants, scratch)
+            serve(sock, group, functions, constants, str(own), scratch)
     except BaseException:
         # A defect of ours: said on stderr (the grader's to read), and the run
         # then sees a closed socket, never a made-up answer.
@@ -255,7 +278,7 @@ def _serve_one(
 
 def _reap(folders: dict[int, list[Path]]) -> None:
     # Servers that finished: collected so that they do not linger as zombies,
-    # and their folders removed, so that a batch's runs do not fill /tmp.
+    # and their folders removed, so that a batch's runs never fill the oracle's /tmp.
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)

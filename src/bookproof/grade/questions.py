@@ -8,8 +8,8 @@ question in front of it: no plan of the questions to come, and no expected
 answer (those stay in the generator, in the grading process).
 
 Builders (`call`, `method`, `let`, `get`, `set_item`, `attrs`, `probe_count`,
-`stub`) make questions; markers (`tup`, `probe`, `tool_call`) stand for live
-objects the child builds from plain JSON; `Ref` names an object the child
+`stub`) make questions; markers (`tup`, `probe`, `tool_call`, `scratch_path`)
+stand for live objects the child builds from plain JSON; `Ref` names an object the child
 keeps between questions of one check.
 
 `folder(tree)` is not a question: the child never sees it. A check yields it
@@ -41,6 +41,7 @@ __all__ = [
     "probe",
     "probe_count",
     "same",
+    "scratch_path",
     "set_item",
     "stub",
     "tool_call",
@@ -165,6 +166,19 @@ def probe(name: str, value: str) -> dict[str, Any]:
     from `sovereign_agent.tools.ExecutableTool`. Read the count with `probe_count`.
     """
     return {"$probe": {"name": name, "value": value}}
+
+
+def scratch_path(name: str) -> dict[str, Any]:
+    """The path of a file called `name` in a folder of this check's own, in the child's scratch.
+
+    For a submission that keeps its state in files (a store): the child makes
+    the folder, fresh for each check, inside its own /tmp, so a check never
+    meets another check's files, nor a submission another's. The path itself
+    never comes back to the grader; a check only names the file.
+    """
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"a scratch file needs a plain name, not {name!r}")
+    return {"$file": name}
 
 
 def tool_call(call_id: str, name: str, arguments: Mapping[str, Any]) -> dict[str, Any]:

@@ -90,20 +90,21 @@ def plan_cells(plan: str) -> list[Cell]:
 
 def new_file_cell(name: str, text: str) -> str:
     """The code of a cell that creates `name` holding `text` once, and never overwrites it."""
+    # Mode "x" creates the file or fails if it exists, in one step; and the
+    # cell imports nothing, so it never shadows a name the notebook's own
+    # cells imported.
     return "\n".join(
         [
             f"# Creates {name} beside this notebook the first time it runs. After that",
             "# it leaves the file alone, so your own work in it is safe; delete the",
             "# file to start again from this template.",
-            "from pathlib import Path",
-            "",
             f"TEMPLATE = {_literal(text)}",
-            f'new_file = Path("{name}")',
-            "if new_file.exists():",
-            '    print(f"{new_file} exists already: this cell leaves it as it is.")',
-            "else:",
-            '    new_file.write_text(TEMPLATE, encoding="utf-8")',
-            '    print(f"wrote {new_file}: open it and go on there.")',
+            "try:",
+            f'    with open("{name}", "x", encoding="utf-8") as new_file:',
+            "        new_file.write(TEMPLATE)",
+            f'    print("wrote {name}: open it and go on there.")',
+            "except FileExistsError:",
+            f'    print("{name} exists already: this cell leaves it as it is.")',
         ]
     )
 

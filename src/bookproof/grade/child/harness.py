@@ -76,6 +76,11 @@ def main() -> None:
     base_exception = BaseException
     exception_classes = tuple_((name, getattr(builtins, name)) for name in EXCEPTION_NAMES)
     loads = json.loads
+    make_folder = os.mkdir
+    # The process's own scratch space (the sandbox's /tmp, or the folder the
+    # grader made for it in process mode); each check's files go in a folder
+    # of their own inside it.
+    scratch = os.environ.get("TMPDIR", "/tmp")
 
     config = loads(sys.argv[1])
     questions: int = config["questions"]
@@ -165,6 +170,16 @@ def main() -> None:
     kept: dict[str, Any] = {}
     runs: dict[str, int] = {}
     replaced: dict[str, Any] = {}
+    # The check's folder of files (made on first use) and how many checks began.
+    files: dict[str, str] = {}
+    begun = [0]
+
+    def scratch_file(name: str) -> str:
+        if "folder" not in files:
+            folder = f"{scratch}/check-{begun[0]}"
+            make_folder(folder)
+            files["folder"] = folder
+        return f"{files['folder']}/{name}"
 
     def make_probe(name: str, value: str) -> Any:
         runs.setdefault(name, 0)
@@ -194,6 +209,8 @@ def main() -> None:
                     return tuple_(live(item) for item in inner)
                 if key == "$probe":
                     return make_probe(inner["name"], inner["value"])
+                if key == "$file":
+                    return scratch_file(inner)
                 if key == "$call":
                     return tool_layer("ToolCall")(
                         id=inner["id"], name=inner["name"], arguments=live(inner["arguments"])
@@ -213,6 +230,8 @@ def main() -> None:
         replaced.clear()
         kept.clear()
         runs.clear()
+        files.clear()
+        begun[0] += 1
 
     while True:
         question = next_question()

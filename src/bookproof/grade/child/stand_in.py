@@ -136,6 +136,9 @@ _surface: dict[str, Any] = {}
 def _plain(value: Any) -> Any:
     if isinstance(value, Remote):
         return {"$handle": value._handle}
+    if isinstance(value, os.PathLike):
+        # A path crosses as its text (pytest's tmp_path / "lucy.db", say).
+        return os.fspath(value)
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     if isinstance(value, dict):

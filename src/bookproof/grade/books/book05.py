@@ -1,0 +1,546 @@
+"""Exercise Book 5: the checks for a submission's `shop_store.py`.
+
+The graded interface is "the grader's door" at the end of the starter
+(`exercises/book05/shop_store.py`): functions that take plain JSON, open the
+store file at the path they are given with the submission's own `open_store`,
+do one thing, and close it again, as a separate process would. Each check
+keeps its files in a folder of its own in the submission's sandbox
+(`questions.scratch_path`), so a store file is never shared between checks,
+nor between submissions.
+
+- `seed_file`, `stock_in_file`, `drafts_in_file`, `invoke_in_file` (one tool
+  request through chapter 5's dispatcher), `receive_in_file`, `version_of_file`:
+  chapter 5's store, as the starter already has it;
+- `count_in_file` (exercise 1: the weekly count) and `cancel_in_file`
+  (exercise 2: a draft withdrawn, after migration 2);
+- `write_version_1_file`, `raw_version_of_file`, `set_raw_version_of_file`:
+  plain sqlite3 with chapter 5's schema, never the submission's code, so a
+  check can make a file as chapter 5 left it, or one from the future.
+
+Every check seeds a shop of its own: chapter 1's three products beside one to
+three the grader invents, at prices, stock, counts and drafts chosen for this
+run. Expected rows, needs and totals are worked out here (`fixtures`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from typing import Any
+
+from bookproof.grade import fixtures as fx
+from bookproof.grade.book import Book, Trial
+from bookproof.grade.questions import Asks, call, expect, same, scratch_path
+
+__all__ = ["BOOK"]
+
+BOOK = Book(5, "Exercise Book 5: persistent stock", module="shop_store", chapter="Chapter 5")
+
+S_SCHEMA = BOOK.section("5.3 The schema, line by line")
+S_REFUSED_FILES = BOOK.section("Files the store refuses")
+S_ACTIONS = BOOK.section("The operator's actions")
+S_TOOLS = BOOK.section("5.9 The same three tools over a store")
+S_DELIVERY = BOOK.section("5.10 A delivery that supersedes a draft")
+S_UNIT_A = BOOK.section("5.14 Exercises") + " (Exercise Book 5, Unit A)"
+S_UNIT_B = BOOK.section("5.14 Exercises") + " (Exercise Book 5, Unit B)"
+
+# --- the shop a check seeds --------------------------------------------------------
+
+
+class Shop:
+    """A check's shop: its rows (in the order it seeds them) and prices, with the grader's sums."""
+
+    def __init__(self, rng: random.Random) -> None:
+        extras = [fx.extra_product(rng) for _ in range(rng.randint(1, 3))]
+        self.rows = [*fx.shop_rows(), *extras]
+        rng.shuffle(self.rows)  # a store reads back in sku order, whatever order it was given
+        self.prices = fx.prices() | {row["sku"]: rng.randint(100, 999) for row in extras}
+
+    def row(self, sku: str) -> dict[str, Any]:
+        return next(row for row in self.rows if row["sku"] == sku)
+
+    def needing(self) -> list[str]:
+        """The skus below target, in sku order."""
+        return sorted(row["sku"] for row in self.rows if fx.need(row) > 0)
+
+    def stored(self) -> list[dict[str, Any]]:
+        return fx.stored(self.rows)
+
+    def with_stock(self, counts: Mapping[str, int]) -> list[dict[str, Any]]:
+        """The rows once `counts` (sku -> tubs on hand) is recorded."""
+        return [{**row, "on_hand": counts.get(row["sku"], row["on_hand"])} for row in self.rows]
+
+    def draft(self, sku: str, quantity: int) -> dict[str, Any]:
+        """What draft_order answers for a draft of `quantity` tubs of `sku`."""
+        return fx.ok(fx.draft(sku, quantity, self.prices[sku]))
+
+
+def _seeded(shop: Shop, name: str = "shop.db") -> Asks[dict[str, Any]]:
+    """A new store file in the check's folder, seeded with `shop`; its path marker."""
+    path = scratch_path(name)
+    yield call("seed_file", path, fx.shop(shop.rows), shop.prices)
+    return path
+
+
+def _draft(path: dict[str, Any], sku: str, quantity: Any) -> Asks[Any]:
+    """One draft_order request through the dispatcher over the store, as the model sends it."""
+    answer = yield call("invoke_in_file", path, "draft_order", {"sku": sku, "quantity": quantity})
+    return answer
+
+
+def _stock_is(expected: list[dict[str, Any]], path: dict[str, Any]) -> Asks[bool]:
+    stock = yield call("stock_in_file", path)
+    return same(expected, stock)
+
+
+# --- chapter 5, as the starter already has it -----------------------------------------
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_ACTIONS,
+    asks="A seeded store reports every product with its need, sorted by sku.",
+    hint="seed_store must copy every row and price; the stock report must list every product "
+    "with its `needed`, in sku order.",
+)
+def ch5_seed_and_report(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    path = yield from _seeded(shop)
+    reported = yield from _stock_is(shop.stored(), path)
+    return expect(reported, "The stock report of the seeded store is not every row with its need.")
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_TOOLS,
+    asks="Drafting a need twice answers with chapter 2's observation both times and saves "
+    "one DRAFT row.",
+    hint="save_draft must return the open draft for the sku when there is one, never save a "
+    "second (the partial unique index one_open_draft_per_sku).",
+)
+def ch5_draft_saved_once(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    sku = rng.choice(shop.needing())
+    need = fx.need(shop.row(sku))
+    path = yield from _seeded(shop)
+    first = yield from _draft(path, sku, need)
+    again = yield from _draft(path, sku, need)
+    drafts = yield call("drafts_in_file", path)
+    if not (same(shop.draft(sku, need), first) and same(first, again)):
+        return "Drafting the need should answer with the same DRAFT observation both times."
+    return expect(
+        same([fx.saved_draft(1, sku, need, shop.prices[sku])], drafts),
+        "Asking twice for the same draft should leave exactly one saved DRAFT row.",
+    )
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_TOOLS,
+    asks="A wrong quantity, an unknown sku and a quantity of True are refused, and save nothing.",
+    hint="The store's dispatcher must refuse a quantity that is not the need and an unknown sku "
+    "(tool_failed) and a non-int quantity (invalid_arguments), saving no draft.",
+)
+def ch5_wrong_requests_save_nothing(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    sku = rng.choice(shop.needing())
+    path = yield from _seeded(shop)
+    requests: list[tuple[str, Any, dict[str, Any]]] = [
+        (sku, fx.need(shop.row(sku)) + rng.randint(1, 5), fx.refused("tool_failed")),
+        (fx.sku(rng), rng.randint(1, 9), fx.refused("tool_failed")),
+        (sku, True, fx.refused("invalid_arguments")),
+    ]
+    for request_sku, quantity, refusal in requests:
+        answer = yield from _draft(path, request_sku, quantity)
+        if not same(refusal, answer):
+            return "A request that contradicts the store's data was not refused as chapter 2 does."
+    drafts = yield call("drafts_in_file", path)
+    unchanged = yield from _stock_is(shop.stored(), path)
+    return expect(same([], drafts) and unchanged, "A refused request saved a draft.")
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_SCHEMA,
+    asks="A seed with a negative stock, or a price for an unknown sku, raises and saves nothing.",
+    hint="The schema's CHECK and REFERENCES rules must refuse the bad row, and seed_store's "
+    "one transaction must leave the store empty.",
+)
+def ch5_bad_seed_refused(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    negative = [dict(row) for row in shop.rows]
+    rng.choice(negative)["on_hand"] = -rng.randint(1, 9)
+    stranger = shop.prices | {fx.sku(rng): rng.randint(100, 999)}
+    for name, rows, prices in (
+        ("negative.db", negative, shop.prices),
+        ("stranger.db", shop.rows, stranger),
+    ):
+        path = scratch_path(name)
+        answer = yield call("seed_file", path, fx.shop(rows), prices, raises=True)
+        if answer.status != "raised":
+            return "A seed that breaks the schema's rules was accepted."
+        empty = yield from _stock_is([], path)
+        if not empty:
+            return "A refused seed left some of its rows in the store."
+    return None
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_DELIVERY,
+    asks="A delivery that fills a need returns the new stock with need 0, supersedes that "
+    "draft and leaves the other open.",
+    hint="receive_delivery must add the tubs, return the row with its `needed`, and retire the "
+    "sku's stale draft in the same transaction.",
+)
+def ch5_delivery_supersedes(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    filled, other = rng.sample(shop.needing(), 2)
+    path = yield from _seeded(shop)
+    for sku in (filled, other):
+        yield from _draft(path, sku, fx.need(shop.row(sku)))
+    tubs = fx.need(shop.row(filled)) + rng.randint(0, 6)
+    row = yield call("receive_in_file", path, filled, tubs)
+    drafts = yield call("drafts_in_file", path)
+    on_hand = shop.row(filled)["on_hand"] + tubs
+    if not same(fx.stored([{**shop.row(filled), "on_hand": on_hand}]), [row]):
+        return f"After {tubs} tubs arrive, the row should show the new stock and need 0."
+    expected_drafts = [
+        fx.saved_draft(1, filled, fx.need(shop.row(filled)), shop.prices[filled], "SUPERSEDED"),
+        fx.saved_draft(2, other, fx.need(shop.row(other)), shop.prices[other]),
+    ]
+    return expect(
+        same(expected_drafts, drafts),
+        "The delivered sku's draft should be SUPERSEDED and the other still DRAFT.",
+    )
+
+
+@BOOK.baseline(
+    points=1,
+    section=S_REFUSED_FILES,
+    asks="A file stamped with version 9 is refused and left at version 9.",
+    hint="open_store must raise NewerSchema for a file newer than its migrations, and never "
+    "write to it.",
+)
+def ch5_newer_file_refused(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    path = yield from _seeded(shop)
+    yield call("set_raw_version_of_file", path, 9)
+    opened = yield call("version_of_file", path, raises=True)
+    version = yield call("raw_version_of_file", path)
+    if opened.status != "raised":
+        return "A file of schema version 9 was opened by code that knows fewer migrations."
+    return expect(same(9, version), "The refused file's version was changed.")
+
+
+# --- exercise 1: the weekly stock count ------------------------------------------------
+
+
+def _count(shop: Shop, rng: random.Random) -> dict[str, int]:
+    """Good lines for one to three of the shop's products, in a random order."""
+    skus = rng.sample([row["sku"] for row in shop.rows], rng.randint(1, 3))
+    return {sku: rng.randint(0, 20) for sku in skus}
+
+
+@BOOK.exercise(
+    1,
+    points=2,
+    section=S_UNIT_A,
+    asks="A count whose last line is an unknown sku (KeyError), or with a negative line, "
+    "raises and changes no stock.",
+    hint="Run the whole count in one transaction; an UPDATE that matched no row (rowcount) "
+    "raises KeyError, and any exception rolls back every line before it.",
+)
+def ex1_count_all_or_nothing(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    path = yield from _seeded(shop)
+    typo = {**_count(shop, rng), fx.sku(rng): rng.randint(0, 20)}
+    answer = yield call("count_in_file", path, typo, raises=True)
+    if not answer.raised_a("KeyError"):
+        return "A count with an unknown sku on its last line should raise KeyError."
+    if not (yield from _stock_is(shop.stored(), path)):
+        return "A count with an unknown sku on its last line changed the stock of the others."
+    # A good line, the negative one, and sometimes a good line after it.
+    first, bad, last = rng.sample([row["sku"] for row in shop.rows], 3)
+    negative = {first: rng.randint(0, 20), bad: -rng.randint(1, 9)}
+    if rng.random() < 0.5:
+        negative[last] = rng.randint(0, 20)
+    answer = yield call("count_in_file", path, negative, raises=True)
+    if answer.status != "raised":
+        return "A count with a negative line was accepted."
+    unchanged = yield from _stock_is(shop.stored(), path)
+    return expect(unchanged, "A count with a negative line changed the stock of the other lines.")
+
+
+@BOOK.exercise(
+    1,
+    points=1,
+    section=S_UNIT_A,
+    asks="A good count sets exactly the counted stock and returns those rows with their needs, "
+    "in sku order.",
+    hint="count_stock must set on_hand of each counted sku, leave the others alone, and return "
+    "the counted rows with `needed`, sorted by sku.",
+    requires=ex1_count_all_or_nothing,
+)
+def ex1_count_sets_stock(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    path = yield from _seeded(shop)
+    counts = _count(shop, rng)
+    rows = yield call("count_in_file", path, counts)
+    after = shop.with_stock(counts)
+    counted = [row for row in fx.stored(after) if row["sku"] in counts]
+    if not same(counted, rows):
+        return "The count should return the counted rows, each with its new need, in sku order."
+    unchanged = yield from _stock_is(fx.stored(after), path)
+    return expect(unchanged, "The stock after the count is not the counted stock.")
+
+
+@BOOK.exercise(
+    1,
+    points=1,
+    section=S_UNIT_A,
+    asks="A count of 7.0, True or '7' tubs raises TypeError and changes nothing.",
+    hint="Check every number with whole_number before the transaction begins: STRICT turns 7.0 "
+    "into 7 and sqlite3 sends True as 1, without a word.",
+)
+def ex1_count_types(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    path = yield from _seeded(shop)
+    for bad in (7.0, True, "7"):
+        lines: list[tuple[str, Any]] = list(_count(shop, rng).items())
+        uncounted = [row["sku"] for row in shop.rows if row["sku"] not in dict(lines)]
+        lines.insert(rng.randint(0, len(lines)), (rng.choice(uncounted), bad))
+        answer = yield call("count_in_file", path, dict(lines), raises=True)
+        if not answer.raised_a("TypeError"):
+            return "A count of 7.0, True or '7' tubs should raise TypeError."
+        if not (yield from _stock_is(shop.stored(), path)):
+            return "A count refused for a bad number changed the stock."
+    return None
+
+
+@BOOK.exercise(
+    1,
+    points=1,
+    section=S_UNIT_A,
+    asks="An empty count raises ValueError.",
+    hint="A count that counts nothing is a mistake: raise ValueError before anything else.",
+)
+def ex1_count_empty(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    path = yield from _seeded(shop)
+    answer = yield call("count_in_file", path, {}, raises=True)
+    return expect(answer.raised_a("ValueError"), "An empty count should raise ValueError.")
+
+
+@BOOK.exercise(
+    1,
+    points=2,
+    section=S_UNIT_A,
+    asks="A count that moves a need supersedes that sku's draft, one that keeps the need leaves "
+    "its draft open, and a new request then saves the new draft.",
+    hint="Call supersede_stale_draft for every counted sku inside the count's transaction, as "
+    "receive_delivery does.",
+)
+def ex1_count_supersedes(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    moved, kept = rng.sample(shop.needing(), 2)
+    moved_row, kept_row = shop.row(moved), shop.row(kept)
+    path = yield from _seeded(shop)
+    for sku in (moved, kept):
+        yield from _draft(path, sku, fx.need(shop.row(sku)))
+    # A new stock still below target, so the need moves to another number above 0.
+    new = rng.choice(
+        [tubs for tubs in range(moved_row["reorder_point"]) if tubs != moved_row["on_hand"]]
+    )
+    counts = {moved: new, kept: kept_row["on_hand"]}
+    yield call("count_in_file", path, dict(rng.sample(list(counts.items()), 2)))
+    drafts = yield call("drafts_in_file", path)
+    old = [
+        fx.saved_draft(1, moved, fx.need(moved_row), shop.prices[moved], "SUPERSEDED"),
+        fx.saved_draft(2, kept, fx.need(kept_row), shop.prices[kept]),
+    ]
+    if not same(old, drafts):
+        return (
+            "After the count, the draft whose need moved should be SUPERSEDED and the one "
+            "whose need stayed should still be DRAFT."
+        )
+    need = moved_row["reorder_point"] - new
+    again = yield from _draft(path, moved, need)
+    drafts = yield call("drafts_in_file", path)
+    return expect(
+        same(shop.draft(moved, need), again)
+        and same([*old, fx.saved_draft(3, moved, need, shop.prices[moved])], drafts),
+        "After the count, a request for the new need should save a new DRAFT.",
+    )
+
+
+# --- exercise 2: migration 2 and cancelling a draft -------------------------------------
+
+
+class Version1:
+    """A file as chapter 5 left it: a shop, and drafts with their ids, statuses and prices.
+
+    Two skus have an open draft (and an older one, superseded when the price
+    moved); one has only a superseded draft; the rest have none.
+    """
+
+    def __init__(self, rng: random.Random) -> None:
+        self.shop = Shop(rng)
+        self.open = rng.sample(self.shop.needing(), 2)
+        self.closed = rng.choice([sku for sku in self.shop.prices if sku not in self.open])
+        self.drafts: list[list[Any]] = []  # [sku, quantity, unit_cost_pence, status], id order
+        for sku in (*self.open, self.closed):
+            unit = self.shop.prices[sku]
+            self.drafts.append([sku, rng.randint(1, 30), unit + rng.randint(1, 50), "SUPERSEDED"])
+        for sku in self.open:
+            self.drafts.append([sku, fx.need(self.shop.row(sku)), self.shop.prices[sku], "DRAFT"])
+        # Ids follow the list's order: any order is a file chapter 5 could have written.
+        rng.shuffle(self.drafts)
+
+    def write(self, name: str = "old.db") -> Asks[dict[str, Any]]:
+        path = scratch_path(name)
+        rows = fx.shop(self.shop.rows)
+        yield call("write_version_1_file", path, rows, self.shop.prices, self.drafts)
+        return path
+
+    def saved(self, cancelled: str | None = None) -> list[dict[str, Any]]:
+        """Every draft as read_drafts shows it, `cancelled`'s open draft CANCELLED."""
+        drafts = []
+        for draft_id, (sku, quantity, unit, status) in enumerate(self.drafts, start=1):
+            if sku == cancelled and status == "DRAFT":
+                status = "CANCELLED"
+            drafts.append(fx.saved_draft(draft_id, sku, quantity, unit, status))
+        return drafts
+
+    def open_id(self, sku: str) -> int:
+        return next(
+            draft_id
+            for draft_id, draft in enumerate(self.drafts, start=1)
+            if draft[0] == sku and draft[3] == "DRAFT"
+        )
+
+
+@BOOK.exercise(
+    2,
+    points=1,
+    section=S_UNIT_B,
+    asks="A new store opens at version 2.",
+    hint="Append migration 2 (CANCELLABLE_DRAFTS_V2) to MIGRATIONS; never edit SCHEMA_V1.",
+)
+def ex2_new_store_version_2(rng: random.Random) -> Trial:
+    shop = Shop(rng)
+    path = yield from _seeded(shop)
+    version = yield call("version_of_file", path)
+    raw = yield call("raw_version_of_file", path)
+    return expect(same(2, version) and same(2, raw), "A new store should be at schema version 2.")
+
+
+@BOOK.exercise(
+    2,
+    points=2,
+    section=S_UNIT_B,
+    asks="A version-1 file opens at version 2 with every product, price and draft kept, ids and "
+    "statuses included.",
+    hint="Migration 2 must rebuild drafts with every row copied, ids included, in the migration's "
+    "one transaction, and leave products and prices alone.",
+)
+def ex2_version_1_file_kept(rng: random.Random) -> Trial:
+    old = Version1(rng)
+    shop = old.shop
+    path = yield from old.write()
+    stock = yield call("stock_in_file", path)
+    drafts = yield call("drafts_in_file", path)
+    version = yield call("raw_version_of_file", path)
+    if not same(shop.stored(), stock):
+        return "After the migration, the products are not those of the version-1 file."
+    if not same(old.saved(), drafts):
+        return "After the migration, the drafts are not those of the version-1 file, ids kept."
+    for sku in sorted(shop.prices):
+        quote = yield call("invoke_in_file", path, "supplier", {"sku": sku})
+        if not same(fx.ok(fx.quote(sku, shop.prices[sku])), quote):
+            return "After the migration, a product's price is not the one the file held."
+    return expect(same(2, version), "Opening a version-1 file should migrate it to version 2.")
+
+
+@BOOK.exercise(
+    2,
+    points=1,
+    section=S_UNIT_B,
+    asks="On a migrated file, asking twice for an open draft's need keeps one open draft.",
+    hint="Create one_open_draft_per_sku again after the rebuild: the old table's index went "
+    "with it, and save_draft's ON CONFLICT needs it.",
+    requires=ex2_new_store_version_2,
+)
+def ex2_one_open_draft(rng: random.Random) -> Trial:
+    old = Version1(rng)
+    shop = old.shop
+    sku = rng.choice(old.open)
+    need = fx.need(shop.row(sku))
+    path = yield from old.write()
+    for _ in range(2):
+        answer = yield from _draft(path, sku, need)
+        if not same(shop.draft(sku, need), answer):
+            return "On a migrated file, the open draft's need should be answered with that draft."
+    drafts = yield call("drafts_in_file", path)
+    return expect(
+        same(old.saved(), drafts), "On a migrated file, asking again saved a second open draft."
+    )
+
+
+@BOOK.exercise(
+    2,
+    points=2,
+    section=S_UNIT_B,
+    asks="cancel_draft returns the open draft CANCELLED and leaves every other draft as it was.",
+    hint="In one transaction, find the sku's open draft, set it CANCELLED, and return it as "
+    "read_drafts shows it; its sku's superseded drafts stay SUPERSEDED.",
+)
+def ex2_cancel(rng: random.Random) -> Trial:
+    old = Version1(rng)
+    sku = rng.choice(old.open)
+    path = yield from old.write()
+    cancelled = yield call("cancel_in_file", path, sku)
+    drafts = yield call("drafts_in_file", path)
+    after = old.saved(cancelled=sku)
+    if not same(after[old.open_id(sku) - 1], cancelled):
+        return "cancel_draft should return the cancelled draft as read_drafts shows it."
+    return expect(same(after, drafts), "Cancelling one draft changed another.")
+
+
+@BOOK.exercise(
+    2,
+    points=1,
+    section=S_UNIT_B,
+    asks="Cancelling a sku with no open draft raises KeyError and changes nothing.",
+    hint="When the sku has no open draft (none at all, only superseded ones, or no such "
+    "product), raise KeyError and change no row.",
+)
+def ex2_cancel_nothing_open(rng: random.Random) -> Trial:
+    old = Version1(rng)
+    never = [sku for sku in sorted(old.shop.prices) if sku not in (*old.open, old.closed)]
+    path = yield from old.write()
+    for sku in (old.closed, rng.choice(never), fx.sku(rng)):
+        answer = yield call("cancel_in_file", path, sku, raises=True)
+        if not answer.raised_a("KeyError"):
+            return "Cancelling a sku with no open draft should raise KeyError."
+    drafts = yield call("drafts_in_file", path)
+    return expect(same(old.saved(), drafts), "A refused cancel changed the drafts.")
+
+
+@BOOK.exercise(
+    2,
+    points=1,
+    section=S_UNIT_B,
+    asks="A file at version 3 is refused and left at version 3.",
+    hint="Keep chapter 5's check_file: a file newer than the last migration raises NewerSchema.",
+    requires=ex2_new_store_version_2,
+)
+def ex2_newer_refused(rng: random.Random) -> Trial:
+    old = Version1(rng)
+    path = yield from old.write()
+    yield call("set_raw_version_of_file", path, 3)
+    opened = yield call("version_of_file", path, raises=True)
+    version = yield call("raw_version_of_file", path)
+    if opened.status != "raised":
+        return "A file of schema version 3 was opened by code that knows 2 migrations."
+    return expect(same(3, version), "The refused file's version was changed.")
