@@ -3,10 +3,11 @@
 The first part is chapter 4's learner file, unchanged. After it come the
 exercises of Unit A (a query over a trace; a replay that must diverge at a
 stated event) and of Unit B (how much a pass rate moves from seed to seed),
-and at the end "the grader's door": small functions through which the grader,
-which only sends and receives plain JSON, runs your code on files it chose.
-Unit B's other exercise is not in this file: it is an expectation you add to
-`suite.toml`, beside it.
+Lucy's morning plan for the notebooks and your tests, and at the end "the
+grader's door": small functions through which the grader, which only sends
+and receives plain JSON, runs your code on traces and suites it sends as
+text. Unit B's other exercise is not in this file: it is an expectation you
+add to `suite.toml`, beside it.
 
 This is the reference answer: `Exercise 1`, `Exercise 2` and `Exercise 4`
 are written, and `suite.toml` beside it holds Exercise 3's expectations.
@@ -15,7 +16,9 @@ are written, and `suite.toml` beside it holds Exercise 3's expectations.
 import copy
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -65,7 +68,8 @@ from sovereign_agent.tools import (
     _failed,
     _refusal,
 )
-from sovereign_agent.trace import JsonLinesFile, Recorder, read_trace, recorder_from_env
+from sovereign_agent.trace import Recorder, read_trace, recorder_from_env
+from sovereign_agent.trace.recorder import encode_event
 from sovereign_agent.trace.replay import replay_run
 
 
@@ -644,13 +648,14 @@ def pass_rate_spread(
     return {"rates": rates, "lowest": min(rates), "highest": max(rates)}
 
 
-# --- The grader's door (leave this part as it is) ---------------------------------
-# The grader sends and receives plain JSON. Each function below takes file
-# paths and plain values, runs your code on them, and returns plain values.
+# --- Lucy's morning, for the notebooks and your tests ------------------------------
+# The morning plan as chapter 3's model plays it: the stock, both drafts in one
+# turn, the answer. Fixed replies, so every trace of it is the same run: 14
+# events, the strawberry draft's outcome the 11th. The replies are plain JSON,
+# {"content": text or None, "tool_calls": [[id, name, arguments_json], ...]},
+# so that they can travel through the grader's door too.
 
-# Lucy's shop, and the morning plan as chapter 3's model plays it: the stock,
-# both drafts in one turn, the answer. Fixed replies, so every trace of it is
-# the same run: 14 events, the strawberry draft's outcome the 11th.
+TASK = "Plan this morning's re-order."
 MORNING_SHOP = {
     "products": [
         {"sku": "SKU-VANILLA", "name": "Vanilla", "on_hand": 2, "reorder_point": 8},
@@ -658,55 +663,118 @@ MORNING_SHOP = {
         {"sku": "SKU-STRAWBERRY", "name": "Strawberry", "on_hand": 1, "reorder_point": 5},
     ]
 }
-MORNING_REPLIES = (
-    AssistantMessage(
-        tool_calls=(AssistantToolCall(id="call-1", name="list_stock", arguments_json="{}"),)
-    ),
-    AssistantMessage(
-        tool_calls=(
-            AssistantToolCall(
-                id="call-2",
-                name="draft_order",
-                arguments_json='{"sku": "SKU-VANILLA", "quantity": 6}',
-            ),
-            AssistantToolCall(
-                id="call-3",
-                name="draft_order",
-                arguments_json='{"sku": "SKU-STRAWBERRY", "quantity": 4}',
-            ),
-        )
-    ),
-    AssistantMessage(content="Draft 6 tubs of vanilla and 4 of strawberry: 2,600 pence."),
-)
+MORNING_PLAN = [
+    {"content": None, "tool_calls": [["call-1", "list_stock", "{}"]]},
+    {
+        "content": None,
+        "tool_calls": [
+            ["call-2", "draft_order", '{"sku": "SKU-VANILLA", "quantity": 6}'],
+            ["call-3", "draft_order", '{"sku": "SKU-STRAWBERRY", "quantity": 4}'],
+        ],
+    },
+    {"content": "Draft 6 tubs of vanilla and 4 of strawberry: 2,600 pence.", "tool_calls": []},
+]
 
 
 def record_morning(trace_path: str) -> int:
-    """Append the morning plan to a trace, with this file's run_task; return its events."""
-    events: list[dict[str, Any]] = []
-    sink = JsonLinesFile(Path(trace_path))
+    """Append the morning plan to a trace file, run by this file's run_task; return its events."""
+    text = record_run(TASK, MORNING_SHOP, dict(PRICES_PENCE), MORNING_PLAN, 6, 8)
+    with Path(trace_path).open("a", encoding="utf-8") as trace:
+        trace.write(text)
+    return len(text.splitlines())
 
-    def keep(event: dict[str, Any]) -> None:
-        events.append(event)
-        sink(event)
 
+def suite_pass_rates(suite_path: str, repeat: int, seed: int) -> dict[str, float]:
+    """Run a suite (yours, suite.toml) and return each variant's pass rate."""
+    results = run_suite(load_suite(Path(suite_path)), repeat=repeat, seed=seed)
+    return {result.variant.name: result.pass_rate for result in results}
+
+
+# --- The grader's door (leave this part as it is) ---------------------------------
+# The grader, and your tests when the grader runs them, send and receive plain
+# JSON only. They share no files with this process either, so a trace or a
+# suite crosses the door as its text: each function below writes what it is
+# given to a scratch file of its own, runs your code on it, and answers with
+# plain values.
+
+
+@contextmanager
+def scratch_file(name: str, text: str) -> Iterator[Path]:
+    """`text` in a file of its own, gone afterwards: how the door hands your code a path."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / name
+        path.write_text(text, encoding="utf-8")
+        yield path
+
+
+def nobody_approves(call: ToolCall) -> None:
+    """The authority of `record_run(..., refuse_writes=True)`: it approves nothing."""
+    raise PermissionError("no operator approved this write")
+
+
+def record_run(
+    task: str,
+    shop: Mapping[str, Any],
+    prices: Mapping[str, int],
+    replies: Sequence[Mapping[str, Any]],
+    max_steps: int,
+    max_tool_calls: int,
+    *,
+    hints: bool = False,
+    refuse_writes: bool = False,
+) -> str:
+    """Run this file's run_task on the shop's tools with scripted replies; the trace, as text.
+
+    With `refuse_writes` the tools include `place_order`, a write whose
+    authority refuses every request (so the trace shows a `before_write` stage).
+    """
+    script = [
+        AssistantMessage(
+            content=reply.get("content"),
+            tool_calls=tuple(
+                AssistantToolCall(id=i, name=n, arguments_json=a) for i, n, a in reply["tool_calls"]
+            ),
+        )
+        for reply in replies
+    ]
+    tools = build_tools(shop, prices, hints=hints)
+    if refuse_writes:
+        place = ExecutableTool(
+            "place_order",
+            "Place an order with the supplier.",
+            ProductArguments,
+            lambda args: "placed",
+            consequential=True,
+        )
+        tools = Dispatcher(
+            [*tools.tools.values(), place],
+            allowed=[*tools.allowed, "place_order"],
+            before_write=nobody_approves,
+            hints=hints,
+        )
+    lines: list[str] = []
     run_task(
-        ScriptedModel(MORNING_REPLIES),
-        build_tools(MORNING_SHOP),
-        "Plan this morning's re-order.",
-        max_steps=6,
-        max_tool_calls=8,
-        recorder=Recorder(keep),
+        ScriptedModel(script),
+        tools,
+        task,
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+        # Each event as the trace file would hold it, written down the moment it happens.
+        recorder=Recorder(lambda event: lines.append(encode_event(event).decode("utf-8"))),
     )
-    return len(events)
+    return "".join(lines)
 
 
-def failures_in(trace_path: str) -> list[dict[str, Any]]:
-    return handler_failures(trace_path)
+def failures_in(trace_text: str) -> list[dict[str, Any]]:
+    """Exercise 1 on a trace given as text."""
+    with scratch_file("trace.jsonl", trace_text) as path:
+        return handler_failures(str(path))
 
 
-def replay_at_290(trace_path: str) -> dict[str, Any] | None:
+def replay_at_290(trace_text: str) -> dict[str, Any] | None:
     """Replay the first run of a trace against Exercise 2's setup; the divergence, or None."""
-    report = replay_run(read_trace(Path(trace_path))[0], setup=strawberry_at_290)
+    with scratch_file("trace.jsonl", trace_text) as path:
+        report = replay_run(read_trace(path)[0], setup=strawberry_at_290)
     divergence = report.divergence
     if divergence is None:
         return None
@@ -720,11 +788,27 @@ def replay_at_290(trace_path: str) -> dict[str, Any] | None:
     }
 
 
-def spread(suite_path: str, variant: str, seeds: list[int], repeat: int) -> dict[str, Any]:
-    return pass_rate_spread(suite_path, variant, seeds, repeat)
+def spread(suite_text: str, variant: str, seeds: list[int], repeat: int) -> dict[str, Any]:
+    """Exercise 4 on a suite given as text."""
+    with scratch_file("suite.toml", suite_text) as path:
+        return pass_rate_spread(str(path), variant, seeds, repeat)
 
 
-def suite_pass_rates(suite_path: str, repeat: int, seed: int) -> dict[str, float]:
-    """Run a suite (yours, suite.toml) and return each variant's pass rate."""
-    results = run_suite(load_suite(Path(suite_path)), repeat=repeat, seed=seed)
-    return {result.variant.name: result.pass_rate for result in results}
+def failure_class_of(code: str, stage: str | None) -> str | None:
+    """The failure class of a code (and its stage), as its plain name."""
+    found = failure_class(code, stage)
+    return None if found is None else found.value
+
+
+def measure(tools: list[dict[str, Any]], calls: list[list[str]]) -> dict[str, Any]:
+    """What the metrics make of calls given as [tool asked for, arguments_json, code]."""
+    made = [
+        Call(asked, shaped_for(arguments, asked, tools), code) for asked, arguments, code in calls
+    ]
+    mistakes, recovered = recoveries(made)
+    return {
+        "fits": [call.fits for call in made],
+        "invalid_choices": invalid_choices(made),
+        "mistakes": mistakes,
+        "recovered": recovered,
+    }

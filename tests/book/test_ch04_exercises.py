@@ -1,14 +1,13 @@
-"""Exercise Book 4: the starter does no exercise, the solution does all, its tests can fail.
+"""Exercise Book 4: full marks for the reference, the chapter baseline and no exercise point for
+the starter, each mistake loses exactly its checks, and the learner-side files hold.
 
-Each test works in a copy of the folder, as a learner would, in a real
-subprocess; every expected value is worked out here, not taken from the code
-under test.
+The grader runs as a real subprocess over real folders, all in one batch, in
+bubblewrap. Every other test works in a copy of the folder, as a learner
+would, in a real subprocess.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,134 +15,279 @@ from pathlib import Path
 
 import pytest
 from exercise_books import notebook_script
+from grading import Graded, edited, grade_batch
+
+from bookproof.grade.book import BASELINE
+from bookproof.grade.books import load_book
 
 ROOT = Path(__file__).resolve().parents[2]
-STARTER = ROOT / "exercises/book04"
-SOLUTION = ROOT / "solutions/book04"
+STARTER_DIR = ROOT / "exercises" / "book04"
+SOLUTION_DIR = ROOT / "solutions" / "book04"
+BOOK = load_book(4)
+TESTS_CHECKS = {check.id for check in BOOK.checks if check.tests is not None}
+BASELINE_CHECKS = {check.id for check in BOOK.checks if check.kind == BASELINE}
+SUITE_CHECKS = {"ex3_regression_fails", "ex3_chapter_tools_pass", "ex3_tasks_kept"}
+
+
+def read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+SOLUTION = read(SOLUTION_DIR / "evidence.py")
+STARTER = read(STARTER_DIR / "evidence.py")
+SOLVED_SUITE = read(SOLUTION_DIR / "suite.toml")
+STARTER_SUITE = read(STARTER_DIR / "suite.toml")
+REGRESSED = read(STARTER_DIR / "regressed.py")
+LEARNER_TESTS = {
+    name: read(SOLUTION_DIR / name) for name in ("test_book04_traces.py", "test_book04_suite.py")
+}
+
+MORNING_ON_HAND = "on_hand = { SKU-VANILLA = 2, SKU-CHOCOLATE = 7, SKU-STRAWBERRY = 1 }\n"
+DELIVERY_ON_HAND = "on_hand = { SKU-VANILLA = 9, SKU-CHOCOLATE = 7, SKU-STRAWBERRY = 1 }\n"
+
+# name -> (edits to the reference evidence.py, the checks the result must lose)
+EVIDENCE_MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
+    # Exercise 1: the authority's refusal is not a handler that raised.
+    "counts_the_authority": (
+        [
+            (
+                'event.failure_stage in ("handler", "result")',
+                'event.failure_stage in ("handler", "result", "before_write")',
+            )
+        ],
+        {"ex1_not_the_authority"},
+    ),
+    # Exercise 1: read_trace groups by run; interleaved runs come out of order.
+    "run_order": (
+        [('return sorted(found, key=lambda failure: failure["line"])', "return found")],
+        {"ex1_file_order"},
+    ),
+    # Exercise 2: a schema changed (supplier dropped) and no price: diverges at event 2.
+    "schema_instead_of_price": (
+        [
+            (
+                'return build_tools(**{**recorded, "prices": prices})',
+                'return build_tools(**{**recorded, "allowed": recorded["allowed"][:2]})',
+            )
+        ],
+        {"ex2_diverges_at_event_11", "ex2_same_schema"},
+    ),
+    # Exercise 2: right for the morning plan, but a product it did not name loses its price.
+    "prices_by_hand": (
+        [
+            (
+                'prices = {**recorded["prices"], "SKU-STRAWBERRY": 290}',
+                'prices = {"SKU-VANILLA": recorded["prices"]["SKU-VANILLA"], '
+                '"SKU-CHOCOLATE": recorded["prices"]["SKU-CHOCOLATE"], "SKU-STRAWBERRY": 290}',
+            )
+        ],
+        {"ex2_same_schema"},
+    ),
+    # Exercise 4: right rates, in the order of the sorted seeds.
+    "seeds_sorted": (
+        [("for seed in seeds]", "for seed in sorted(seeds)]")],
+        {"ex4_rates_per_seed"},
+    ),
+    # Exercise 4: an unknown variant measured as the first one instead of refused.
+    "unknown_variant_runs_the_first": (
+        [("raise KeyError(variant)", "chosen = suite.variants[:1]")],
+        {"ex4_range_and_unknown"},
+    ),
+    # Chapter 4: a run_task that no longer tells its recorder a call was taken up.
+    "no_tool_call_events": (
+        [("            trace.tool_call(raw)\n", "")],
+        {"ch4_trace_events", "ch4_replays"},
+    ),
+    # Chapter 4: a refused write classed as a broken tool.
+    "refused_write_is_a_failed_tool": (
+        [('if code == "tool_failed" and stage == "before_write":', "if False:")],
+        {"ch4_failure_classes"},
+    ),
+    # Chapter 4: a hint that names the key the model invented.
+    "hints_name_invented_keys": (
+        [
+            (
+                'hint = {"field": None, "expected": f"only the declared fields: {names}"}',
+                'hint = {"field": field, "expected": f"only the declared fields: {names}"}',
+            )
+        ],
+        {"ch4_hints_safe"},
+    ),
+}
+
+# Checks a mistake fails only for some of the grader's random data: the careless
+# run ch4_replays records has hints on half the time, and sends an invented key
+# only sometimes.
+DATA_DEPENDENT: dict[str, set[str]] = {"hints_name_invented_keys": {"ch4_replays"}}
+
+# name -> (suite.toml beside the reference evidence.py, the checks it must lose)
+SUITE_MISTAKES: dict[str, tuple[str, set[str]]] = {
+    # The delivery task's regressed runs still pass: strawberry's stock goes unwatched.
+    "suite_watches_one_task": (SOLVED_SUITE.replace(DELIVERY_ON_HAND, ""), SUITE_CHECKS),
+    # The stock after the regression, expected: the chapter's tools fail, the regression passes.
+    "suite_expects_the_regressed_stock": (
+        SOLVED_SUITE.replace(
+            MORNING_ON_HAND, "on_hand = { SKU-VANILLA = 8, SKU-STRAWBERRY = 5 }\n"
+        ).replace(DELIVERY_ON_HAND, "on_hand = { SKU-STRAWBERRY = 5 }\n"),
+        SUITE_CHECKS,
+    ),
+    # Catches the regression, but checks the total no more.
+    "suite_drops_an_expectation": (
+        SOLVED_SUITE.replace("total_pence = 2600\n", ""),
+        {"ex3_tasks_kept"},
+    ),
+    "suite_not_toml": (SOLVED_SUITE + "\n[[tasks\n", SUITE_CHECKS),
+}
+
+# name -> (test files beside the reference, the checks they must lose)
+TEST_FILES: dict[str, tuple[dict[str, str], set[str]]] = {
+    "tests_assert_nothing": (
+        {
+            "test_book04_traces.py": "from evidence import failures_in\n\n\n"
+            "def test_nothing():\n    pass\n",
+            "test_book04_suite.py": "from evidence import spread\n\n\n"
+            "def test_nothing():\n    pass\n",
+        },
+        TESTS_CHECKS,
+    ),
+    "tests_import_beyond_the_door": (
+        {
+            **LEARNER_TESTS,
+            "test_book04_traces.py": LEARNER_TESTS["test_book04_traces.py"].replace(
+                "    failures_in,\n", "    failures_in,\n    handler_failures,\n"
+            ),
+        },
+        {"tests_catch_authority_counted", "tests_catch_run_order", "tests_catch_schema_changed"},
+    ),
+}
+
+
+def hand_in(
+    evidence: str = SOLUTION, suite: str | None = SOLVED_SUITE, tests: dict[str, str] | None = None
+) -> dict[str, str]:
+    files = {"evidence.py": evidence, "regressed.py": REGRESSED, **(tests or {})}
+    if suite is not None:
+        files["suite.toml"] = suite
+    return files
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+    for _, (suite, _) in SUITE_MISTAKES.items():
+        assert suite != SOLVED_SUITE
+    folders = {
+        "solution": hand_in(tests=LEARNER_TESTS),
+        "starter": hand_in(STARTER, STARTER_SUITE),
+        "no_suite": hand_in(suite=None),
+    }
+    for name, (edits, _) in EVIDENCE_MISTAKES.items():
+        folders[name] = hand_in(edited(SOLUTION, edits))
+    for name, (suite, _) in SUITE_MISTAKES.items():
+        folders[name] = hand_in(suite=suite)
+    for name, (tests, _) in TEST_FILES.items():
+        folders[name] = hand_in(tests=tests)
+    return grade_batch(4, folders, base=tmp_path_factory.mktemp("book04"))
+
+
+def test_the_reference_solution_scores_full_marks(report: dict[str, Graded]) -> None:
+    assert set(report["solution"].passed) == {check.id for check in BOOK.checks}
+    assert report["solution"].full
+
+
+def test_the_untouched_starter_earns_its_chapter_baseline_and_no_exercise_point(
+    report: dict[str, Graded],
+) -> None:
+    starter = report["starter"]
+    baseline = sum(check.points for check in BOOK.checks if check.kind == BASELINE)
+    assert starter.baseline == (baseline, baseline) == (6, 6)
+    assert starter.exercises == (0, BOOK.max_points - baseline)
+    assert starter.failed == {check.id for check in BOOK.checks} - BASELINE_CHECKS
+    # The starter's suite passes the chapter's tools and keeps both tasks: held
+    # back until it catches the regression.
+    assert starter.outcomes["ex3_chapter_tools_pass"] == "locked"
+    assert starter.outcomes["ex3_tasks_kept"] == "locked"
+
+
+@pytest.mark.parametrize("mistake", sorted(EVIDENCE_MISTAKES))
+def test_each_mistake_in_evidence_loses_exactly_its_checks(
+    report: dict[str, Graded], mistake: str
+) -> None:
+    # These folders hand in no tests: the tests' checks are lost with them.
+    lost = report[mistake].failed - TESTS_CHECKS
+    assert EVIDENCE_MISTAKES[mistake][1] <= lost
+    assert lost - EVIDENCE_MISTAKES[mistake][1] <= DATA_DEPENDENT.get(mistake, set())
+
+
+@pytest.mark.parametrize("mistake", sorted(SUITE_MISTAKES))
+def test_each_mistake_in_the_suite_loses_exactly_its_checks(
+    report: dict[str, Graded], mistake: str
+) -> None:
+    assert report[mistake].failed - TESTS_CHECKS == SUITE_MISTAKES[mistake][1]
+
+
+def test_a_suite_that_is_not_toml_is_told_so_with_its_line(report: dict[str, Graded]) -> None:
+    line = (SOLVED_SUITE + "\n[[tasks\n").count("\n")
+    for check in report["suite_not_toml"].entry["checks"]:
+        if check["id"] == "ex3_regression_fails":
+            assert check["feedback"].startswith(f"suite.toml is not valid TOML (line {line}).")
+
+
+def test_a_folder_without_its_suite_gets_a_zero_line_naming_it(report: dict[str, Graded]) -> None:
+    entry = report["no_suite"].entry
+    assert entry["total"] == 0
+    assert all(
+        check["feedback"].startswith("No suite.toml in this folder") for check in entry["checks"]
+    )
+
+
+@pytest.mark.parametrize("tests", sorted(TEST_FILES))
+def test_learner_tests_earn_what_they_catch_and_nothing_more(
+    report: dict[str, Graded], tests: str
+) -> None:
+    assert report[tests].failed == TEST_FILES[tests][1]
+
+
+# --- the learner's side ------------------------------------------------------------------
 
 
 def folder(tmp_path: Path, solved: bool) -> Path:
     """The exercise folder as a learner has it; with the solution's files, when solved."""
     copy = tmp_path / "book04"
-    shutil.copytree(STARTER, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(STARTER_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
     if solved:
-        for name in ("evidence.py", "suite.toml", "test_book04_traces.py", "test_book04_suite.py"):
-            shutil.copyfile(SOLUTION / name, copy / name)
+        for name in ("evidence.py", "suite.toml"):
+            shutil.copyfile(SOLUTION_DIR / name, copy / name)
     return copy
 
 
 def python(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SOVEREIGN")}
     return subprocess.run(
-        [sys.executable, *argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+        [sys.executable, *argv], cwd=cwd, capture_output=True, text=True, timeout=300
     )
 
 
-def door(cwd: Path, expression: str) -> object:
-    """Call the grader's door in a fresh process; the JSON it returns, or the exception's name."""
-    code = (
-        "import evidence, json\n"
-        f"try:\n    print(json.dumps({expression}))\n"
-        "except Exception as error:\n    print(json.dumps({'raised': type(error).__name__}))\n"
-    )
-    result = python(cwd, "-c", code)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout)
-
-
-CARELESS = """
-import json, evidence
-from sovereign_agent.models import AssistantMessage, AssistantToolCall
-from sovereign_agent.models.offline import ScriptedModel
-from sovereign_agent.shop import ProductArguments
-from sovereign_agent.trace import JsonLinesFile, Recorder
-
-def ask(i, name, **a):
-    return AssistantToolCall(id=i, name=name, arguments_json=json.dumps(a))
-
-def refuse(call):
-    raise PermissionError("no")
-
-shop = evidence.build_tools(evidence.MORNING_SHOP)
-place = evidence.ExecutableTool("place_order", "Place.", ProductArguments, lambda a: "x", True)
-tools = evidence.Dispatcher([*shop.tools.values(), place],
-                            allowed=[*shop.allowed, "place_order"], before_write=refuse)
-replies = [AssistantMessage(tool_calls=(ask("c1", "place_order", sku="SKU-VANILLA"),
-                                        ask("c2", "draft_order", sku="SKU-MANGO", quantity=1))),
-           AssistantMessage(content="done")]
-evidence.record_morning("t.jsonl")
-evidence.run_task(ScriptedModel(replies), tools, "t", max_steps=3, max_tool_calls=4,
-                  recorder=Recorder(JsonLinesFile("t.jsonl")))
-"""
-
-
-def test_the_starter_does_none_of_the_exercises(tmp_path: Path) -> None:
-    cwd = folder(tmp_path, solved=False)
-    assert door(cwd, "evidence.record_morning('t.jsonl')") == 14
-    assert door(cwd, "evidence.failures_in('t.jsonl')") == {"raised": "NotImplementedError"}
-    assert door(cwd, "evidence.replay_at_290('t.jsonl')") == {"raised": "NotImplementedError"}
-    assert door(cwd, "evidence.spread('suite.toml', 'chapter tools', [0], 1)") == {
-        "raised": "NotImplementedError"
-    }
-    # The starter's suite passes the regression: nothing yet looks at the freezer.
-    assert door(cwd, "evidence.suite_pass_rates('suite.toml', 1, 0)") == {
-        "chapter tools": 1.0,
-        "draft moves stock": 1.0,
-    }
-
-
-def test_the_solution_finds_the_failed_handlers_at_their_lines(tmp_path: Path) -> None:
-    cwd = folder(tmp_path, solved=True)
-    assert python(cwd, "-c", CARELESS).returncode == 0
-    # The morning plan takes lines 1-14. The careless run: 15 start, 16 request,
-    # 17 reply, place_order 18-19 (the authority refused: no handler), the
-    # mango draft 20-21 (its handler raised KeyError), then 22 and 23.
-    failures = door(cwd, "evidence.failures_in('t.jsonl')")
-    assert isinstance(failures, list) and len(failures) == 1
-    (failure,) = failures
-    assert (failure["line"], failure["tool"], failure["call_id"]) == (21, "draft_order", "c2")
-    assert (failure["exception"], failure["message"]) == ("KeyError", "'SKU-MANGO'")
-
-
-def test_the_solution_diverges_at_the_strawberry_outcome(tmp_path: Path) -> None:
-    cwd = folder(tmp_path, solved=True)
-    door(cwd, "evidence.record_morning('t.jsonl')")
-    divergence = door(cwd, "evidence.replay_at_290('t.jsonl')")
-    assert isinstance(divergence, dict)
-    assert (divergence["seq"], divergence["kind"], divergence["line"]) == (11, "tool_outcome", 11)
-    assert '"total_pence": 1160' in divergence["now"]
-
-
-def test_the_solutions_suite_catches_the_regression_and_keeps_the_chapters_tools(
-    tmp_path: Path,
-) -> None:
-    cwd = folder(tmp_path, solved=True)
-    assert door(cwd, "evidence.suite_pass_rates('suite.toml', 2, 0)") == {
-        "chapter tools": 1.0,
-        "draft moves stock": 0.0,
-    }
-
-
-def test_the_solutions_spread_is_one_rate_per_seed(tmp_path: Path) -> None:
-    cwd = folder(tmp_path, solved=True)
-    spread = door(cwd, "evidence.spread('suite.toml', 'chapter tools', [3, 1, 2], 1)")
-    assert spread == {"rates": [1.0, 1.0, 1.0], "lowest": 1.0, "highest": 1.0}
-    assert door(cwd, "evidence.spread('suite.toml', 'nope', [0], 1)") == {"raised": "KeyError"}
+def test_the_starter_keeps_the_door_and_the_morning_of_the_solution() -> None:
+    # Only the marked exercise parts may differ between starter and solution.
+    start = "# --- Lucy's morning, for the notebooks and your tests"
+    assert STARTER[STARTER.index(start) :] == SOLUTION[SOLUTION.index(start) :]
+    assert STARTER_SUITE != SOLVED_SUITE
+    assert read(SOLUTION_DIR / "regressed.py") == REGRESSED
 
 
 def test_the_solutions_tests_pass_on_the_solution_and_fail_on_the_starter(
     tmp_path: Path,
 ) -> None:
-    solved = folder(tmp_path / "solved", solved=True)
-    passing = python(solved, "-m", "pytest", "-q", "-p", "no:cacheprovider")
-    assert passing.returncode == 0, passing.stdout
-    unsolved = folder(tmp_path / "unsolved", solved=False)
-    for name in ("test_book04_traces.py", "test_book04_suite.py"):
-        shutil.copyfile(SOLUTION / name, unsolved / name)
-    failing = python(unsolved, "-m", "pytest", "-q", "-p", "no:cacheprovider")
-    assert failing.returncode == 1
-    # Only the test of a chapter behaviour (a defect stays loud) passes on the starter.
-    assert "11 failed, 1 passed" in failing.stdout
+    for solved in (True, False):
+        cwd = folder(tmp_path / str(solved), solved=solved)
+        for name, text in LEARNER_TESTS.items():
+            (cwd / name).write_text(text, encoding="utf-8")
+        result = python(cwd, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+        if solved:
+            assert result.returncode == 0, result.stdout
+            assert "11 passed" in result.stdout
+        else:
+            assert result.returncode == 1
+            assert "11 failed" in result.stdout
 
 
 @pytest.mark.parametrize("unit", ["unit_a", "unit_b"])
@@ -163,36 +307,3 @@ def test_the_check_cells_show_the_exercises_done_with_the_solution(
     else:
         assert "caught" in result.stdout
         assert "safe hints: 100%" in result.stdout
-
-
-# Faulty versions of the reference solution: each breaks one thing the
-# exercises ask for, and the learner-side tests must notice every one.
-FAULTS = {
-    "the authority's refusal counted": (
-        'event.failure_stage in ("handler", "result")',
-        'event.failure_stage in ("handler", "result", "before_write")',
-    ),
-    "failures in run order, not line order": (
-        'return sorted(found, key=lambda failure: failure["line"])',
-        "return found",
-    ),
-    "the schema changed instead of the price": (
-        'return build_tools(**{**recorded, "prices": prices})',
-        'return build_tools(**{**recorded, "allowed": recorded["allowed"][:2]})',
-    ),
-    "the seeds sorted": (
-        "for seed in seeds]",
-        "for seed in sorted(seeds)]",
-    ),
-}
-
-
-@pytest.mark.parametrize("fault", sorted(FAULTS))
-def test_the_learner_tests_catch_each_faulty_solution(tmp_path: Path, fault: str) -> None:
-    cwd = folder(tmp_path, solved=True)
-    source = (cwd / "evidence.py").read_text(encoding="utf-8")
-    right, wrong = FAULTS[fault]
-    assert source.count(right) == 1, f"the fault {fault!r} no longer applies"
-    (cwd / "evidence.py").write_text(source.replace(right, wrong), encoding="utf-8")
-    result = python(cwd, "-m", "pytest", "-q", "-p", "no:cacheprovider")
-    assert result.returncode == 1, f"no learner test noticed: {fault}"

@@ -86,7 +86,7 @@ the surface functions it replaces::
         return {"build_tools": build_tools}
 
 The check's id is the function's name; its feedback says "Add a test to
-test_book06_count.py that fails for a store_tools that counts incoming tubs
+test_book06_count.py that fails for a store_tools.py that counts incoming tubs
 twice". `COUNT_TESTS.catches_all("ex2_tests_catch", points=2, versions={...})`
 declares one check over several faulty versions (behaviour -> version), which
 passes when the tests catch every one, and names those they missed. The
@@ -160,6 +160,9 @@ The rules, which the grader and the test suite hold every book to:
   whole `Answer` (exceptions included), and `folder` (before any question)
   for a folder the grader makes. Without `raises`, an exception or a value
   that is not plain data ends the check with feedback the grader writes.
+  A hand-in may hold data beside code (book 4's suite): `handed_in` gives a
+  check that file's text, read by the grader from its own copy of the folder,
+  for the check to judge with the book's runtime in the grading process.
 - Expected values are computed in the check from data it chose, never by
   calling the submission, never from a value it returned. A folder the code
   under test reads is the grader's (`folder`), never one the submission's

@@ -189,15 +189,15 @@ class LearnerTests:
     checks: list[Check] = field(default_factory=list)
 
     def catches(self, *, points: int, behaviour: str) -> Callable[[Variant], Check]:
-        """Declare one faulty version: `behaviour` finishes "a <module> that ...", for feedback."""
+        """Declare one faulty version: `behaviour` ends "a <module>.py that ...", in feedback."""
 
         def declare(variant: Variant) -> Check:
-            module = self.book.module
+            module = self.book.module_file
             return self._add(
                 variant.__name__,
                 points,
-                f"Your {self.file} catches a {module} that {behaviour}.",
-                f"Add a test to {self.file} that fails for a {module} that {behaviour}, "
+                f"Your {self.file} catches {_a(module)} that {behaviour}.",
+                f"Add a test to {self.file} that fails for {_a(module)} that {behaviour}, "
                 "and passes for a correct one.",
                 (FaultyVersion(variant.__name__, behaviour, variant),),
             )
@@ -207,18 +207,18 @@ class LearnerTests:
     def catches_all(self, check_id: str, *, points: int, versions: Mapping[str, Variant]) -> Check:
         """Declare one check over several faulty versions (behaviour -> version), all to be caught.
 
-        Each behaviour finishes "a <module> that ...". The check's feedback
+        Each behaviour finishes "a <module>.py that ...". The check's feedback
         names the versions the tests did not catch.
         """
         if len(versions) < 2:
             raise BookError(f"{check_id}: catches_all takes two faulty versions or more")
-        module = self.book.module
+        module = self.book.module_file
         made = tuple(FaultyVersion(make.__name__, said, make) for said, make in versions.items())
         every = "; ".join(f"one that {said}" for said in versions)
         return self._add(
             check_id,
             points,
-            f"Your {self.file} catches each of these faulty {module} modules: {every}.",
+            f"Your {self.file} catches each of these faulty versions of {module}: {every}.",
             f"Add tests to {self.file} that fail for each faulty version named, "
             "and pass for a correct one.",
             made,
@@ -252,6 +252,11 @@ class LearnerTests:
         return [version for check in self.checks for version in check.versions]
 
 
+def _a(noun: str) -> str:
+    """`noun` with its indefinite article, as a sentence of feedback wants it."""
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
+
+
 class Book:
     """An exercise book's graded interface and its checks, in report order."""
 
@@ -272,13 +277,18 @@ class Book:
         self.checks: list[Check] = []
 
     @property
+    def module_file(self) -> str:
+        """The file of the graded module, as feedback names it: `shop_tools.py`."""
+        return f"{self.module}.py"
+
+    @property
     def folder(self) -> str:
         """`bookNN`: the folder name of this book under exercises/ and solutions/."""
         return f"book{self.number:02d}"
 
     def reference(self, root: Path) -> Path:
         """The reference solution's module file, under a repository (or autograder) root."""
-        return root / "solutions" / self.folder / f"{self.module}.py"
+        return root / "solutions" / self.folder / self.module_file
 
     def section(self, heading: str) -> str:
         """A pointer into the chapter, as feedback prints it: "Chapter 2, '2.5 ...'"."""

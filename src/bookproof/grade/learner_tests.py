@@ -132,7 +132,7 @@ def grade_tests(
 
 
 def _reference_problem(group: LearnerTests, runs: Sequence[_Run], limits: Limits) -> str | None:
-    module = group.book.module
+    module = group.book.module_file
     statuses = [run.status for run in runs]
     if all(status == 0 for status in statuses):
         return None
@@ -159,7 +159,7 @@ def _reference_problem(group: LearnerTests, runs: Sequence[_Run], limits: Limits
     names = ", ".join(group.surface.names())
     return (
         f"pytest could not run {group.file} (exit status {first.status}). "
-        f"Your tests may import only these names from {module}: {names}."
+        f"Your tests may import only these names from {group.book.module}: {names}."
     )
 
 

@@ -12,9 +12,11 @@ Builders (`call`, `method`, `let`, `get`, `set_item`, `attrs`, `probe_count`,
 stand for live objects the child builds from plain JSON; `Ref` names an object the child
 keeps between questions of one check.
 
-`folder(tree)` is not a question: the child never sees it. A check yields it
+Two requests never reach the child. `folder(tree)`: a check yields it
 before its first question, and the grader makes the folder on its own side
 and answers with the path where the submission's sandbox shows it (`files`).
+`handed_in(name)`: the text of a data file the learner handed in, which the
+grader reads from its own copy of the folder.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ __all__ = [
     "expect",
     "folder",
     "get",
+    "handed_in",
     "let",
     "method",
     "probe",
@@ -254,3 +257,13 @@ def folder(tree: Tree) -> Folder:
     its folders first and its questions after.
     """
     return Folder(tree)
+
+
+def handed_in(name: str) -> Question:
+    """The text of `name`, a data file the book names (a suite, say), as the learner handed it in.
+
+    Answered by the grader from its own copy of the folder, so no learner code
+    runs: the check judges the data itself, with code of the grader's. The
+    answer is the text, or None when the file is not UTF-8 text.
+    """
+    return Question({"op": "handed_in", "name": name})

@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bookproof.grade.book import Book, Check, Kind, Trial
 from bookproof.grade.files import describe, materialise
@@ -133,7 +134,9 @@ def _grade_copy(
                     session = None
                     break
             try:
-                outcomes[check.id] = _run_trial(check, session, prepared[check.id])
+                outcomes[check.id] = _run_trial(
+                    check, session, prepared[check.id], _HandIn(copy, book.files)
+                )
             except ChildGone as gone:
                 outcomes[check.id] = _charge(check, gone.outcome, gone.message)
                 session = None
@@ -210,6 +213,23 @@ def prepare(check: Check, rng: random.Random, make: Callable[[Folder], str]) -> 
         sent = make(step)
 
 
+@dataclass(frozen=True)
+class _HandIn:
+    """The grader's copy of a folder, for the data files a check reads itself."""
+
+    folder: Path
+    files: tuple[str, ...]
+
+    def text(self, name: str) -> str | None:
+        if name not in self.files:
+            # A check may read only what the book tells learners to hand in.
+            raise ValueError(f"{name!r} is not one of the book's files {self.files}")
+        try:
+            return (self.folder / name).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
 _NOT_PLAIN = (
     "Returned something that is not plain data "
     "(only exact dict, list, str, int, float, bool and None count)."
@@ -217,7 +237,9 @@ _NOT_PLAIN = (
 _SHAPE = "Returned values of an unexpected shape."
 
 
-def _run_trial(check: Check, session: Session, prepared: Prepared) -> CheckOutcome:
+def _run_trial(
+    check: Check, session: Session, prepared: Prepared, hand_in: _HandIn
+) -> CheckOutcome:
     """Go on with a prepared trial: ask its questions of the child, and judge what it returns."""
     if prepared.first is None:
         reason = prepared.verdict
@@ -234,24 +256,29 @@ def _run_trial(check: Check, session: Session, prepared: Prepared) -> CheckOutco
                 raise TypeError(f"{check.id} asked for a folder after its first question")
             question = step
             op = dict(question.op)
-            kept = next(names) if question.keep else None
-            if kept is not None:
-                op["keep"] = kept
-            answer = session.ask(op)
-            if answer.raised_a("MemoryError"):
-                return _charge(check, "out of memory", "Ran out of memory during this check.")
-            if answer.status == "kept" and kept is not None:
-                answer = Answer("kept", Ref(kept))
-            if question.raises:
-                sent = answer
-            elif answer.status == "raised":
-                return _charge(check, "error", f"Raised {exception_name(answer.raised)}.")
-            elif answer.status == "wrong_type":
-                return _charge(check, "failed", _NOT_PLAIN)
-            elif (answer.status == "kept") != (kept is not None):
-                return _charge(check, "failed", _SHAPE)
+            sent: Any
+            if op["op"] == "handed_in":
+                # Answered from the grader's copy: no learner code runs.
+                sent = hand_in.text(op["name"])
             else:
-                sent = answer.value
+                kept = next(names) if question.keep else None
+                if kept is not None:
+                    op["keep"] = kept
+                answer = session.ask(op)
+                if answer.raised_a("MemoryError"):
+                    return _charge(check, "out of memory", "Ran out of memory during this check.")
+                if answer.status == "kept" and kept is not None:
+                    answer = Answer("kept", Ref(kept))
+                if question.raises:
+                    sent = answer
+                elif answer.status == "raised":
+                    return _charge(check, "error", f"Raised {exception_name(answer.raised)}.")
+                elif answer.status == "wrong_type":
+                    return _charge(check, "failed", _NOT_PLAIN)
+                elif (answer.status == "kept") != (kept is not None):
+                    return _charge(check, "failed", _SHAPE)
+                else:
+                    sent = answer.value
             try:
                 step = trial.send(sent)
             except StopIteration as done:
