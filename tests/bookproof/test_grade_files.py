@@ -36,8 +36,11 @@ from bookproof.grade.child.stand_in import pack
 from bookproof.grade.files import Fifo, FilesError, Link, Sparse, Tree, describe, materialise
 from bookproof.grade.oracle import serve
 from bookproof.grade.questions import Answer, call, expect, folder
-from bookproof.grade.runner import _run_trial, grade_submission, prepare
+from bookproof.grade.runner import _HandIn, _run_trial, grade_submission, prepare
 from bookproof.grade.sandbox import Isolation, Limits
+
+# These checks read no handed-in data file.
+NOTHING_HANDED_IN = _HandIn(Path("/nonexistent"), ())
 
 SECRET = "secret-token-files-5c1e"
 
@@ -426,7 +429,7 @@ def test_only_the_path_is_ever_asked_and_the_folder_is_made_before_any_question(
     )
     assert made == [{"note.md": SECRET}]
     session = RecordingSession()
-    outcome = _run_trial(asks_about_a_folder, session, prepared)  # type: ignore[arg-type]
+    outcome = _run_trial(asks_about_a_folder, session, prepared, NOTHING_HANDED_IN)  # type: ignore[arg-type]
     assert outcome.outcome == "passed"
     assert session.ops == [{"op": "call", "fn": "look", "args": ["/f0"], "kwargs": {}}]
 
@@ -442,4 +445,4 @@ def test_a_folder_asked_for_after_a_question_is_a_defect_of_the_book() -> None:
 
     prepared = prepare(too_late, random.Random(0), lambda request: "/f0")
     with pytest.raises(TypeError, match="after its first question"):
-        _run_trial(too_late, RecordingSession(), prepared)  # type: ignore[arg-type]
+        _run_trial(too_late, RecordingSession(), prepared, NOTHING_HANDED_IN)  # type: ignore[arg-type]
