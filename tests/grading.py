@@ -117,3 +117,73 @@ def grade_batch(
     assert "secret-token" not in result.stdout
     assert "secret-token" not in result.stderr
     return {entry["submission"]: Graded(entry) for entry in json.loads(text)["submissions"]}
+
+
+# Pasted into a hostile submission: every string its process can reach that
+# did not come from the folder it was asked about. Memory (every object the
+# collector knows, every frame's locals), its own and its sandbox init's
+# command line and environment, and the readable files of every folder it
+# can see except the grader's folders for its checks (`/files`): if a check's
+# folder description, or an answer, ever reached the sandbox by any way but
+# the folder itself, it is in here.
+LEAK_HUNT = '''
+import gc as _gc
+import os as _os
+import sys as _sys
+
+
+def _strings(value, found, depth=0):
+    if isinstance(value, str):
+        found.append(value)
+    elif isinstance(value, bytes):
+        found.append(value.decode("utf-8", "replace"))
+    elif depth < 4 and isinstance(value, dict):
+        for key, item in list(value.items()):
+            _strings(key, found, depth + 1)
+            _strings(item, found, depth + 1)
+    elif depth < 4 and isinstance(value, (list, tuple, set, frozenset)):
+        for item in list(value):
+            _strings(item, found, depth + 1)
+    elif depth < 4 and hasattr(value, "__dict__") and not isinstance(value, type):
+        _strings(dict(vars(value)), found, depth + 1)
+
+
+def everything_but_the_files(asked_about):
+    found = []
+    for value in _gc.get_objects():
+        if isinstance(value, (dict, list, tuple)):
+            _strings(value, found, 3)
+    for frame in list(_sys._current_frames().values()):
+        while frame is not None:
+            _strings(dict(frame.f_locals), found)
+            frame = frame.f_back
+    found += [*_sys.argv, *_os.environ.values()]
+    for path in ("/proc/self/cmdline", "/proc/self/environ", "/proc/1/cmdline", "/proc/1/environ"):
+        try:
+            with open(path, "rb") as handle:
+                found.append(handle.read().decode("utf-8", "replace"))
+        except OSError:
+            pass
+    for top in ("/", "/tmp", "/grader", "/submission", _os.getcwd()):
+        try:
+            names = _os.listdir(top)
+        except OSError:
+            continue
+        for name in names:
+            path = _os.path.join(top, name)
+            if path.startswith(("/files", "/proc", "/sys", "/dev", "/usr")):
+                continue
+            if path == asked_about or not _os.path.isfile(path):
+                continue
+            try:
+                with open(path, "rb") as handle:
+                    found.append(handle.read(65536).decode("utf-8", "replace"))
+            except OSError:
+                pass
+    return found
+
+
+def leaked(asked_about, marker):
+    """Strings from anywhere but the folder holding `marker`: a folder's description, leaked."""
+    return [text for text in everything_but_the_files(asked_about) if marker in text]
+'''

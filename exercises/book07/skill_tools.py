@@ -4,8 +4,8 @@ This is chapter 7's skill reader, discovery and `load_skill` (the learner
 file's definitions, unchanged; the dispatcher and the loop come from the
 book's runtime), with, at the end, the two exercises and "the grader's door":
 small functions through which the grader, which can only send and receive
-plain JSON, writes a skills folder of its own and calls your code. It runs,
-and it does none of the exercises yet: look for `Exercise 1` and `Exercise 2`.
+plain JSON, calls your code on skills folders of its own. It runs, and it
+does none of the exercises yet: look for `Exercise 1` and `Exercise 2`.
 """
 
 from __future__ import annotations
@@ -418,8 +418,9 @@ def build_reference_tools(
 
 # --- The grader's door (leave this part as it is) -----------------------------------
 # The grader sends and receives plain JSON. Each function below builds what it
-# needs from a skills folder the grader wrote, calls the code above, and
-# answers in plain data: a SkillError becomes {"error", "path", "line"}.
+# needs from a skills folder (the grader's own, or one your tests made), calls
+# the code above, and answers in plain data: a SkillError becomes
+# {"error", "path", "line"}.
 
 SHOP = {
     "products": [

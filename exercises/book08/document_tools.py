@@ -2,10 +2,10 @@
 
 This is chapter 8's `read_document` (the learner file's definitions,
 unchanged; the dispatcher, the loop and the shop come from the book's
-runtime), with, at the end, the two exercises and "the grader's door": small
-functions through which the grader, which can only send and receive plain
-JSON, writes a documents folder of its own and runs your tools on it. It runs,
-and it does none of the exercises yet: look for `Exercise 1` and `Exercise 2`.
+runtime), with, at the end, the two exercises and "the grader's door": a
+function through which the grader, which can only send and receive plain
+JSON, runs your tools on a documents folder of its own. It runs, and it does
+none of the exercises yet: look for `Exercise 1` and `Exercise 2`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
@@ -299,9 +298,9 @@ def build_exercise_tools(
 
 
 # --- The grader's door (leave this part as it is) -----------------------------------
-# The grader sends and receives plain JSON. It describes a documents folder,
-# `write_folder` makes it in a new temporary folder, and `run_calls` runs
-# short scripted runs on it. Your tests use the same two functions.
+# The grader sends and receives plain JSON. It makes documents folders of its
+# own, and `run_calls` runs short scripted runs on one of them. Your tests
+# call it too, on folders they make in pytest's tmp_path.
 
 SHOP = {
     "products": [
@@ -310,38 +309,6 @@ SHOP = {
         {"sku": "SKU-STRAWBERRY", "name": "Strawberry", "on_hand": 1, "reorder_point": 5},
     ]
 }
-
-
-def write_folder(entries: dict[str, Any], outside: dict[str, str] | None = None) -> str:
-    """A documents folder as described, in a new temporary folder; its path.
-
-    `entries` maps each name in the folder to what it is: a string is a note
-    holding that text; {"bytes": n} a note of n bytes; {"folder": {...}} a
-    folder holding those entries; {"fifo": true} a FIFO; {"link": target} a
-    link to `target`, a path inside the temporary folder (the documents
-    folder is its "notes"). `outside` holds files written beside "notes".
-    """
-    home = Path(tempfile.mkdtemp(prefix="documents-"))
-    for name, text in (outside or {}).items():
-        (home / name).write_text(text, encoding="utf-8")
-
-    def write(folder: Path, described: dict[str, Any]) -> None:
-        folder.mkdir()
-        for name, entry in described.items():
-            path = folder / name
-            if isinstance(entry, str):
-                path.write_text(entry, encoding="utf-8")
-            elif "bytes" in entry:
-                path.write_bytes(b"x" * entry["bytes"])
-            elif "folder" in entry:
-                write(path, entry["folder"])
-            elif entry.get("fifo") is True:
-                os.mkfifo(path)
-            else:
-                path.symlink_to(home / entry["link"])
-
-    write(home / "notes", entries)
-    return str(home / "notes")
 
 
 def run_calls(root: str, allowed: list[str], calls: list[list[Any]]) -> Any:

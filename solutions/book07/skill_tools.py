@@ -506,8 +506,9 @@ def build_reference_tools(
 
 # --- The grader's door (leave this part as it is) -----------------------------------
 # The grader sends and receives plain JSON. Each function below builds what it
-# needs from a skills folder the grader wrote, calls the code above, and
-# answers in plain data: a SkillError becomes {"error", "path", "line"}.
+# needs from a skills folder (the grader's own, or one your tests made), calls
+# the code above, and answers in plain data: a SkillError becomes
+# {"error", "path", "line"}.
 
 SHOP = {
     "products": [

@@ -1,9 +1,14 @@
-"""Exercise 1: a review says what loading each skill would do, and loads nothing."""
+"""Exercise 1: a review says what loading each skill would do, and loads nothing.
+
+Every skills folder is written here, in pytest's `tmp_path`, and every expected
+list is written out by hand. The review is asked for through the grader's
+door, `review_folder`, which builds the run's dispatcher from the list given.
+"""
 
 from pathlib import Path
 
 import pytest
-from skill_tools import SHOP, SkillError, build_reference_tools, discover_skills, review_skills
+from skill_tools import review_folder, skills_in_folder
 
 RUN = ["draft_order", "list_stock", "load_skill", "supplier"]
 
@@ -28,8 +33,7 @@ def skills(tmp_path: Path) -> Path:
 
 
 def review(root: Path, allowed: list[str]) -> dict[str, dict]:
-    tools = build_reference_tools(SHOP, skills_root=str(root), allowed=allowed)
-    return {entry["skill"]: entry for entry in review_skills(discover_skills(root), tools)}
+    return {entry["skill"]: entry for entry in review_folder(str(root), allowed)}
 
 
 def test_a_skill_keeps_only_what_the_run_allowed_and_it_lists(skills: Path) -> None:
@@ -47,6 +51,12 @@ def test_a_narrower_run_keeps_less_and_ignores_more(skills: Path) -> None:
         ["load_skill"],
         ["supplier"],
     )
+
+
+def test_a_name_the_run_allows_but_no_tool_has_is_never_kept(skills: Path) -> None:
+    bulk = review(skills, [*RUN, "place_order"])["bulk-buyer"]
+    assert bulk["keeps"] == ["list_stock"]
+    assert bulk["ignores"] == ["place_order"]
 
 
 def test_a_name_no_tool_has_is_unknown_and_ignored(skills: Path) -> None:
@@ -75,20 +85,14 @@ def test_a_skill_that_lists_nothing_keeps_the_run_as_it_is(skills: Path) -> None
     assert talking["removes"] == talking["ignores"] == talking["unreachable"] == []
 
 
-def test_reviewing_loads_nothing_and_narrows_nothing(skills: Path) -> None:
-    tools = build_reference_tools(SHOP, skills_root=str(skills), allowed=RUN)
-    before = set(tools.allowed)
-    assert [entry["skill"] for entry in review_skills(discover_skills(skills), tools)] == [
-        "bulk-buyer",
-        "counting",
-        "pricing",
-        "talking",
-    ]
-    assert set(tools.allowed) == before
+def test_every_skill_is_reviewed_once_in_order_of_name(skills: Path) -> None:
+    reviews = review_folder(str(skills), RUN)
+    assert [entry["skill"] for entry in reviews] == ["bulk-buyer", "counting", "pricing", "talking"]
 
 
 def test_a_malformed_folder_is_refused_before_any_review(skills: Path) -> None:
     write_skill(skills, "typo", "allowed_tools: list_stock\n", "Call `list_stock`.")
-    with pytest.raises(SkillError) as caught:
-        discover_skills(skills)
-    assert caught.value.line == 4
+    refused = review_folder(str(skills), RUN)
+    assert refused["line"] == 4
+    assert refused["path"] == str(skills / "typo" / "SKILL.md")
+    assert skills_in_folder(str(skills))["line"] == 4

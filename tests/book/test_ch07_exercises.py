@@ -1,5 +1,9 @@
-"""Exercise Book 7: the solution's own tests pass against it and fail against the starter, the
-grader's door speaks plain JSON over real skills folders, and the notebooks match their plans.
+"""Exercise Book 7: graded through the real grader CLI, the reference scores full marks, the
+starter earns its chapter baseline and no exercise point, each typical mistake loses exactly its
+checks, tests that assert nothing earn nothing, and a submission that looks for its answers
+anywhere but in the skills folders it is given earns nothing either; the solution's own tests
+pass against it and fail against the starter, the grader's door speaks plain JSON over real
+skills folders, and the notebooks match their plans.
 """
 
 from __future__ import annotations
@@ -10,7 +14,13 @@ from pathlib import Path
 
 import pytest
 from exercise_books import PYTEST, hand_in, notebook_script, run_in
+from grading import LEAK_HUNT, Graded, edited, grade_batch
+from system_components import require_executable
 
+from bookproof.grade.intake import copy_submission
+from bookproof.grade.questions import call
+from bookproof.grade.sandbox import Isolation, Limits
+from bookproof.grade.session import Session
 from bookproof.notebooks.build import notebook_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,18 +32,222 @@ SKILLS = ROOT / "book" / "textbook" / "skills"
 DOOR = "# --- The grader's door"
 EXERCISES = "# --- Exercise 1"
 
+TESTS = {
+    name: (SOLUTIONS / name).read_text(encoding="utf-8")
+    for name in ("test_book07_review.py", "test_book07_references.py")
+}
+CHAPTER_CHECKS = {
+    "ch7_reads_skills",
+    "ch7_malformed_named",
+    "ch7_links_out_refused",
+    "ch7_narrows",
+    "ch7_never_widens",
+}
+UNIT_A = {
+    "ex1_keeps_and_removes",
+    "ex1_ignores_and_unknown",
+    "ex1_unreachable_steps",
+    "ex1_lists_nothing",
+    "ex1_tests_catch",
+}
+UNIT_B = {
+    "ex2_load_lists_references",
+    "ex2_read_after_load",
+    "ex2_refused_before_load",
+    "ex2_names_are_plain",
+    "ex2_bounded",
+    "ex2_kept_only_if_listed",
+    "ex2_runs_do_not_share",
+    "ex2_tests_catch",
+}
+
+# name -> (edits to the solution, the checks the result must fail). The tests
+# handed in are the solution's own, which still pass against the reference:
+# a mistake in the module loses behaviour checks only.
+MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
+    # Usable from the allowlist alone: a name the run allows but no tool has looks kept.
+    "allowed_alone": (
+        [
+            (
+                "usable = set(dispatcher.allowed) & registered",
+                "usable = set(dispatcher.allowed)",
+            )
+        ],
+        {"ex1_keeps_and_removes", "ex1_ignores_and_unknown", "ex1_lists_nothing"},
+    ),
+    # The mistake the chapter exists to prevent: the skill's list, kept whole.
+    "widening": (
+        [
+            (
+                "keeps = usable if listed is None else usable & listed",
+                "keeps = usable if listed is None else set(listed)",
+            )
+        ],
+        {"ex1_keeps_and_removes", "ex1_unreachable_steps"},
+    ),
+    "unknown_is_ignored": (
+        [
+            (
+                '"unknown": [] if listed is None else sorted(listed - registered),',
+                '"unknown": [] if listed is None else sorted(listed - usable),',
+            )
+        ],
+        {"ex1_ignores_and_unknown"},
+    ),
+    "every_backticked_word": (
+        [
+            (
+                "mentioned = {word for word in TOOL_MENTION.findall(skill.instructions) "
+                "if word in known}",
+                "mentioned = set(TOOL_MENTION.findall(skill.instructions))",
+            )
+        ],
+        {"ex1_unreachable_steps"},
+    ),
+    "no_list_keeps_nothing": (
+        [
+            (
+                "keeps = usable if listed is None else usable & listed",
+                "keeps = set() if listed is None else usable & listed",
+            )
+        ],
+        {"ex1_lists_nothing"},
+    ),
+    # One set of loaded skills for every run: a later run reads what an earlier one loaded.
+    "loads_shared_between_runs": (
+        [
+            ("    loaded: set[str] = set()\n\n    def load(", "\n    def load("),
+            ("def reference_tools(", "loaded: set[str] = set()\n\n\ndef reference_tools("),
+        ],
+        {"ex2_runs_do_not_share"},
+    ),
+    "no_name_rule": (
+        [
+            (
+                "name: str = Field(min_length=4, max_length=64, pattern=REFERENCE_NAME)",
+                "name: str = Field(min_length=4, max_length=64)",
+            )
+        ],
+        {"ex2_names_are_plain"},
+    ),
+    # Adding the references to a bare value undoes the skill's narrowing: the
+    # chapter's own checks catch it, and so does exercise 2's.
+    "load_drops_the_narrow": (
+        [
+            (
+                '            value = {**result.value, "references": names}\n'
+                "            return Narrow(value, keep=result.keep, reason=result.reason)",
+                '            return {**result.value, "references": names}',
+            )
+        ],
+        {
+            "ch7_narrows",
+            "ch7_never_widens",
+            "ex2_load_lists_references",
+            "ex2_kept_only_if_listed",
+        },
+    ),
+}
+
+# Tests that call the door and assert nothing: they pass everywhere, so they catch nothing.
+SILENT_TESTS = {
+    "test_book07_review.py": (
+        "from skill_tools import review_folder\n\n\n"
+        "def test_a_review_runs(tmp_path):\n"
+        "    review_folder(str(tmp_path), ['list_stock'])\n"
+    ),
+    "test_book07_references.py": (
+        "from skill_tools import run_calls\n\n\n"
+        "def test_a_run_runs(tmp_path):\n"
+        "    run_calls(str(tmp_path), ['list_stock'], [['list_stock', {}]])\n"
+    ),
+}
+
+# The starter, whose exercise 1 answers come from anywhere but the skills
+# folder it is asked about: the grader's memory, its command line, files it
+# can see beside the folder, or a description the grader once handed to a
+# function (the old `write_folder`). Nothing of a folder ever arrives but the
+# folder, so it earns what the starter earns.
+HOSTILE = (
+    STARTER
+    + LEAK_HUNT
+    + """
+
+DESCRIBED = {}
+
+
+def write_folder(entries, outside=None):
+    DESCRIBED["last"] = entries
+    return "/nowhere"
+
+
+def review_folder(root, allowed):
+    if "last" in DESCRIBED:
+        return [{"skill": name} for name in sorted(DESCRIBED["last"])]
+    for text in everything_but_the_files(root):
+        if '"keeps"' in text and text.lstrip().startswith("["):
+            try:
+                return json.loads(text)
+            except ValueError:
+                pass
+    return []
+"""
+)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+    base = tmp_path_factory.mktemp("book07")
+    folders = {"solution": {"skill_tools.py": SOLUTION, **TESTS}}
+    folders["starter"] = {"skill_tools.py": STARTER}
+    folders["silent_tests"] = {"skill_tools.py": SOLUTION, **SILENT_TESTS}
+    folders["hostile"] = {"skill_tools.py": HOSTILE}
+    for name, (edits, _) in MISTAKES.items():
+        folders[name] = {"skill_tools.py": edited(SOLUTION, edits), **TESTS}
+    return grade_batch(7, folders, base=base)
+
+
+def test_the_reference_solution_scores_full_marks(report: dict[str, Graded]) -> None:
+    assert set(report["solution"].passed) == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert report["solution"].full
+    assert report["solution"].entry["max"] == 25
+
+
+def test_the_untouched_starter_earns_its_chapter_baseline_and_no_exercise_point(
+    report: dict[str, Graded],
+) -> None:
+    starter = report["starter"]
+    assert starter.baseline == (6, 6)
+    assert starter.exercises == (0, 19)
+    assert starter.failed == UNIT_A | UNIT_B
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistake: str) -> None:
+    assert report[mistake].failed == MISTAKES[mistake][1]
+
+
+def test_tests_that_assert_nothing_catch_nothing(report: dict[str, Graded]) -> None:
+    assert report["silent_tests"].failed == {"ex1_tests_catch", "ex2_tests_catch"}
+
+
+def test_answers_from_anywhere_but_the_folders_earn_nothing(report: dict[str, Graded]) -> None:
+    hostile = report["hostile"]
+    assert hostile.baseline == (6, 6)
+    assert hostile.exercises == (0, 19)
+
 
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
     result = run_in(hand_in(tmp_path, SOLUTIONS, "skill_tools.py", SOLUTION), *PYTEST)
     assert result.returncode == 0, result.stdout
-    assert "19 passed" in result.stdout
+    assert "20 passed" in result.stdout
 
 
 def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
     result = run_in(hand_in(tmp_path, SOLUTIONS, "skill_tools.py", STARTER), *PYTEST)
     assert result.returncode == 1
     # What holds already: discovery refuses a malformed skill, with its line.
-    assert "18 failed, 1 passed" in result.stdout
+    assert "19 failed, 1 passed" in result.stdout
 
 
 def test_the_starter_and_the_solution_share_the_chapter_part_and_the_grader_door() -> None:
@@ -133,3 +347,22 @@ def test_the_check_cells_show_the_exercises_done_with_the_solution(
     lines = result.stdout.splitlines()
     for line in with_the_solution:
         assert line in lines, line
+
+
+def test_pyyaml_is_importable_inside_the_graders_sandbox(tmp_path: Path) -> None:
+    # Chapter 7's module needs PyYAML (the `skills` extra): the sandbox must hold it.
+    require_executable("bwrap", install="sudo apt-get install bubblewrap")
+    folder = tmp_path / "probe"
+    folder.mkdir()
+    (folder / "probe.py").write_text(
+        "import yaml\n\n\ndef load(text):\n    return yaml.safe_load(text)\n", encoding="utf-8"
+    )
+    copy = tmp_path / "copy"
+    assert copy_submission(folder, copy, ["probe.py"]) is None
+    session = Session(copy, "probe", Isolation.BUBBLEWRAP, Limits(timeout=30), 2)
+    try:
+        session.imported()
+        answer = session.ask(dict(call("load", "tools: [list_stock]").op))
+    finally:
+        session.close()
+    assert answer.value == {"tools": ["list_stock"]}

@@ -1,7 +1,9 @@
 """Exercise Book 8: graded through the real grader CLI, the reference scores full marks, the
-starter earns its chapter baseline and no exercise point, and each typical mistake loses exactly
-its checks; the solution's own tests pass against it and fail against the starter, the grader's
-door speaks plain JSON over real documents folders, and the notebooks match their plans.
+starter earns its chapter baseline and no exercise point, each typical mistake loses exactly its
+checks, tests that assert nothing earn nothing, and a listing that looks for the folder's
+description anywhere but on the disk earns no more than one that follows links; the solution's
+own tests pass against it and fail against the starter, the grader's door speaks plain JSON over
+real documents folders, and the notebooks match their plans.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from exercise_books import PYTEST, hand_in, notebook_script, run_in
-from grading import Graded, edited, grade_batch
+from grading import LEAK_HUNT, Graded, edited, grade_batch
 
 from bookproof.notebooks.build import notebook_json
 
@@ -108,11 +110,64 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
 }
 
 
+# Tests that run the tools and assert nothing: they pass everywhere, so they catch nothing.
+SILENT_TESTS = {
+    name: (
+        "from document_tools import EVERY_TOOL, run_calls\n\n\n"
+        "def test_a_run_runs(tmp_path):\n"
+        "    run_calls(str(tmp_path), list(EVERY_TOOL), [['list_documents', {}]])\n"
+    )
+    for name in TESTS
+}
+
+# The reference, except that its listing takes what each entry is from
+# anywhere but the disk: a description the grader once handed to the door
+# (the old `write_folder`), the grader's memory, command line or files beside
+# the folder; and when none of them says, it follows links. Nothing of a folder
+# arrives but the folder, so it earns exactly what following links earns.
+HOSTILE = (
+    edited(SOLUTION, MISTAKES["follows_links"][0])
+    + LEAK_HUNT
+    + """
+
+DESCRIBED = {}
+followed_links = listed_notes
+
+
+def write_folder(entries, outside=None):
+    DESCRIBED["last"] = entries
+    return "/nowhere"
+
+
+def listed_notes(root):
+    described = DESCRIBED.get("last")
+    if described is None:
+        for text in everything_but_the_files(str(root)):
+            if '"fifo"' in text and text.lstrip().startswith("{"):
+                try:
+                    described = json.loads(text)
+                except ValueError:
+                    pass
+    if described is None:
+        return followed_links(root)
+    notes = [
+        {"name": name, "bytes": len(entry.encode())}
+        for name, entry in described.items()
+        if isinstance(entry, str) and not name.startswith(".")
+    ]
+    notes.sort(key=lambda note: note["name"])
+    return notes[:MAX_LISTED], len(described) - len(notes[:MAX_LISTED])
+"""
+)
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book08")
     folders = {"solution": {"document_tools.py": SOLUTION, **TESTS}}
     folders["starter"] = {"document_tools.py": STARTER}
+    folders["silent_tests"] = {"document_tools.py": SOLUTION, **SILENT_TESTS}
+    folders["hostile"] = {"document_tools.py": HOSTILE, **TESTS}
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"document_tools.py": edited(SOLUTION, edits), **TESTS}
     return grade_batch(8, folders, base=base)
@@ -135,6 +190,18 @@ def test_the_untouched_starter_earns_its_chapter_baseline_and_no_exercise_point(
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
 def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistake: str) -> None:
     assert report[mistake].failed == MISTAKES[mistake][1]
+
+
+def test_tests_that_assert_nothing_catch_nothing(report: dict[str, Graded]) -> None:
+    assert report["silent_tests"].failed == {
+        check for check in UNIT_A | UNIT_B if "_tests_catch_" in check
+    }
+
+
+def test_a_listing_from_anywhere_but_the_disk_earns_only_what_following_links_earns(
+    report: dict[str, Graded],
+) -> None:
+    assert report["hostile"].failed == report["follows_links"].failed == {"ex1_passes_over"}
 
 
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:

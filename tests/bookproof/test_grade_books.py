@@ -119,11 +119,11 @@ def test_kinds_are_chapter_baseline_or_exercise() -> None:
 
 def test_the_worked_example_in_the_package_docstring_declares_a_book_that_runs() -> None:
     import bookproof.grade
-    from bookproof.grade.questions import Question
+    from bookproof.grade.questions import Folder, Question
 
     doc = bookproof.grade.__doc__ or ""
     blocks = re.findall(r"::\n\n((?:    .*\n|\n)+)", doc)
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     code = "\n".join(textwrap.dedent(block) for block in blocks)
     namespace: dict[str, object] = {}
     exec(compile(code, "bookproof.grade docstring", "exec"), namespace)
@@ -133,7 +133,8 @@ def test_the_worked_example_in_the_package_docstring_declares_a_book_that_runs()
         "ch6_stock_report",
         "ex1_incoming",
         "ex2_tests_catch_incoming_twice",
+        "ex2_lists_plain_notes",
     ]
     for check in book.checks:
         if check.trial is not None:
-            assert isinstance(next(check.trial(random.Random(0))), Question)
+            assert isinstance(next(check.trial(random.Random(0))), Question | Folder)

@@ -9,8 +9,10 @@ fail in CI (`require_executable`).
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -226,9 +228,24 @@ def test_it_cannot_start_a_process_but_can_start_a_thread(
     assert _ask(spy_copy, bubblewrap, ("fork", ()), ("thread", ())) == ["EPERM", True]
 
 
-def test_it_reaches_no_network(spy_copy: Path, bubblewrap: Isolation) -> None:
+@pytest.fixture
+def listening_port() -> Iterator[int]:
+    """A real TCP server on 127.0.0.1, accepting, for as long as the test runs."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        yield server.getsockname()[1]
+
+
+def test_it_reaches_no_network(spy_copy: Path, bubblewrap: Isolation, listening_port: int) -> None:
+    # The same probe connects from an unsandboxed process: a refusal below is
+    # the sandbox's doing, not a port nobody listens on.
+    assert _ask(spy_copy, Isolation.PROCESS, ("connect", ("127.0.0.1", listening_port))) == [
+        "connected"
+    ]
     answers = _ask(
-        spy_copy, bubblewrap, ("connect", ("1.1.1.1", 53)), ("connect", ("127.0.0.1", 9))
+        spy_copy,
+        bubblewrap,
+        ("connect", ("127.0.0.1", listening_port)),
+        ("connect", ("1.1.1.1", 53)),
     )
     assert "connected" not in answers
 

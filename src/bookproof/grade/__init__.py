@@ -87,9 +87,56 @@ the surface functions it replaces::
 
 The check's id is the function's name; its feedback says "Add a test to
 test_book06_count.py that fails for a store_tools.py that counts incoming tubs
-twice". The tests must pass in every run against the reference to earn
-anything, so a suite that asserts nothing, or passes by chance, earns
-nothing (`learner_tests` says how the runs are made).
+twice". `COUNT_TESTS.catches_all("ex2_tests_catch", points=2, versions={...})`
+declares one check over several faulty versions (behaviour -> version), which
+passes when the tests catch every one, and names those they missed. The
+tests must pass in every run against the reference to earn anything, so a
+suite that asserts nothing, or passes by chance, earns nothing
+(`learner_tests` says how the runs are made).
+
+A check about code that reads a folder (skills, documents) gets its folder
+from the grader, never from the submission: it yields `folder(tree)` before
+its first question and receives the path where the submission's sandbox
+shows that folder, read-only. The grader makes every check's folders from
+the check's own random data before the submission's process starts, so
+nothing of the description (which entry is a link, which one a FIFO) ever
+reaches that process: whatever it answers about the folder, it read from the
+disk. A tree maps names to file texts (`str`, or `bytes`), folders
+(mappings), `Link(target)` (relative, as written; or `absolute=True`, a path
+inside the check's folder), `Fifo()` and `Sparse(size)`; what a link out of
+the folder should reach goes beside it, in the same tree::
+
+    from bookproof.grade.files import Fifo, Link, Sparse
+    from bookproof.grade.questions import folder
+
+    @BOOK.exercise(
+        2,
+        points=1,
+        section=BOOK.section("6.9 Exercises") + " (Exercise Book 6, Unit B)",
+        asks="Only plain notes are listed: not links, FIFOs or files over 4,096 bytes.",
+        hint="Judge each entry with entry.stat(follow_symlinks=False).",
+    )
+    def ex2_lists_plain_notes(rng: random.Random) -> Trial:
+        secret = "secret-token-" + fx.token(rng, 12)
+        note = fx.token(rng, 6) + ".md"
+        base = yield folder(
+            {
+                "notes": {
+                    note: "Vanilla.",
+                    "out.md": Link("../private.txt"),
+                    "inbox": Fifo(),
+                    "huge.md": Sparse(5_000),
+                },
+                "private.txt": secret,
+            }
+        )
+        names = yield call("list_notes", f"{base}/notes")
+        return expect(same([note], names), "Only the plain note should be listed.")
+
+Where the learner's tests make such folders themselves (with plain file
+operations, in pytest's `tmp_path`), their `Surface` says `files=True`: the
+code under test runs in another sandbox, and before each call the tests'
+temporary folder is copied there, to the same path (`learner_tests`).
 
 The rules, which the grader and the test suite hold every book to:
 
@@ -110,21 +157,26 @@ The rules, which the grader and the test suite hold every book to:
   caller's own data, `attrs`, `probe`/`probe_count` for a tool whose runs are
   counted, `stub` to see where a value comes from, `scratch_path` for a file
   in a folder of the check's own (a store), `raises=True` to receive the
-  whole `Answer` (exceptions included). Without `raises`, an exception or a
-  value that is not plain data ends the check with feedback the grader writes.
+  whole `Answer` (exceptions included), and `folder` (before any question)
+  for a folder the grader makes. Without `raises`, an exception or a value
+  that is not plain data ends the check with feedback the grader writes.
   A hand-in may hold data beside code (book 4's suite): `handed_in` gives a
   check that file's text, read by the grader from its own copy of the folder,
   for the check to judge with the book's runtime in the grading process.
 - Expected values are computed in the check from data it chose, never by
-  calling the submission, never from a value it returned. A reason may quote
-  numbers; it never quotes a string the submission returned (a planted
-  secret must not reach a report), and no feedback ever shows solution code.
+  calling the submission, never from a value it returned. A folder the code
+  under test reads is the grader's (`folder`), never one the submission's
+  own code builds from a description: that code would know the answer. A
+  reason may quote numbers; it never quotes a string the submission returned
+  (a planted secret must not reach a report), and no feedback ever shows
+  solution code.
 - `section` names the chapter section that teaches the behaviour, by its
   heading (`BOOK.section("2.8 The dispatcher and its order of checks")`).
 
 Modules: `book` (the declarations), `questions` (what a check can ask),
-`fixtures` (the shared shop), `books` (one module per book), `runner` (one
-submission), `session` and `child` (the conversation with the sandbox),
-`learner_tests` and `oracle` (grading a learner's tests), `intake` (copying a
-folder safely), `sandbox`, `report`, `gradescope`, `cli`.
+`fixtures` (the shared shop), `files` (folders made from a description),
+`books` (one module per book), `runner` (one submission), `session` and
+`child` (the conversation with the sandbox), `learner_tests` and `oracle`
+(grading a learner's tests), `intake` (copying a folder safely), `sandbox`,
+`report`, `gradescope`, `cli`.
 """

@@ -15,7 +15,9 @@ what it asks, what to do when it fails, and how it is judged sit together:
   chapter's code (adding mango is a data change), the learner's deliverable is
   tests. `@tests.catches(...)` declares one faulty version of the reference
   solution; the check passes when the learner's tests pass against the
-  reference and fail against that version.
+  reference and fail against that version. `tests.catches_all(...)` declares
+  one check over several faulty versions, which passes when the tests catch
+  every one of them.
 
 The package docstring (`bookproof.grade`) walks through a whole example.
 """
@@ -39,6 +41,7 @@ __all__ = [
     "Book",
     "BookError",
     "Check",
+    "FaultyVersion",
     "Kind",
     "LearnerTests",
     "ObjectKind",
@@ -86,12 +89,19 @@ class Surface:
     The code under test runs in another sandbox than the tests, so the path a
     test gives is taken inside a folder of that run's own over there: within
     one run the same path names the same file, and no run meets another's.
+
+    `files`: the tests pass paths of folders they made (in pytest's
+    `tmp_path`) to code that reads them. That code runs in another sandbox,
+    so before each call the grader copies the tests' temporary folder there,
+    to the same path: plain files, folders, links and FIFOs, a few megabytes
+    at most (`bookproof.grade.files`).
     """
 
     functions: Mapping[str, str]
     objects: Mapping[str, ObjectKind] = field(default_factory=dict)
     constants: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
+    files: bool = False
 
     def names(self) -> tuple[str, ...]:
         return (*self.functions, *self.constants)
@@ -105,6 +115,7 @@ class Surface:
                 for kind, spec in self.objects.items()
             },
             "constants": list(self.constants),
+            "files": self.files,
         }
 
 
@@ -117,13 +128,26 @@ class ObjectKind:
 
 
 @dataclass(frozen=True)
+class FaultyVersion:
+    """One faulty version of the reference, run against a learner's tests.
+
+    `id` names it among its test file's versions; `behaviour` finishes the
+    sentence "a <module> that ...", for feedback; `make` builds it.
+    """
+
+    id: str
+    behaviour: str
+    make: Variant = field(repr=False)
+
+
+@dataclass(frozen=True)
 class Check:
     """One graded behaviour: a stable id (a gradebook column), its points, and how it is judged.
 
     `asks` says the behaviour in one sentence (shown when it holds); `hint`
     says what to change when it does not; `section` names the place in the
-    chapter to re-read. Exactly one of `trial` (a behaviour check) and
-    `variant` (a learner-tests check, with its `tests`) is set.
+    chapter to re-read. Either `trial` is set (a behaviour check), or `tests`
+    with the faulty `versions` those tests must all catch (a learner-tests check).
     """
 
     id: str
@@ -136,7 +160,7 @@ class Check:
     requires: Check | None = None
     trial: TrialFunction | None = field(default=None, repr=False)
     tests: LearnerTests | None = field(default=None, repr=False)
-    variant: Variant | None = field(default=None, repr=False)
+    versions: tuple[FaultyVersion, ...] = field(default=(), repr=False)
 
     @property
     def label(self) -> str:
@@ -169,25 +193,63 @@ class LearnerTests:
 
         def declare(variant: Variant) -> Check:
             module = self.book.module_file
-            check = Check(
-                id=variant.__name__,
-                points=points,
-                kind=EXERCISE,
-                exercise=self.exercise,
-                section=self.section,
-                asks=f"Your {self.file} catches {_a(module)} that {behaviour}.",
-                hint=(
-                    f"Add a test to {self.file} that fails for {_a(module)} that {behaviour}, "
-                    "and passes for a correct one."
-                ),
-                tests=self,
-                variant=variant,
+            return self._add(
+                variant.__name__,
+                points,
+                f"Your {self.file} catches {_a(module)} that {behaviour}.",
+                f"Add a test to {self.file} that fails for {_a(module)} that {behaviour}, "
+                "and passes for a correct one.",
+                (FaultyVersion(variant.__name__, behaviour, variant),),
             )
-            self.checks.append(check)
-            self.book.add(check)
-            return check
 
         return declare
+
+    def catches_all(self, check_id: str, *, points: int, versions: Mapping[str, Variant]) -> Check:
+        """Declare one check over several faulty versions (behaviour -> version), all to be caught.
+
+        Each behaviour finishes "a <module>.py that ...". The check's feedback
+        names the versions the tests did not catch.
+        """
+        if len(versions) < 2:
+            raise BookError(f"{check_id}: catches_all takes two faulty versions or more")
+        module = self.book.module_file
+        made = tuple(FaultyVersion(make.__name__, said, make) for said, make in versions.items())
+        every = "; ".join(f"one that {said}" for said in versions)
+        return self._add(
+            check_id,
+            points,
+            f"Your {self.file} catches each of these faulty versions of {module}: {every}.",
+            f"Add tests to {self.file} that fail for each faulty version named, "
+            "and pass for a correct one.",
+            made,
+        )
+
+    def _add(
+        self, check_id: str, points: int, asks: str, hint: str, versions: tuple[FaultyVersion, ...]
+    ) -> Check:
+        taken = {version.id for check in self.checks for version in check.versions}
+        if len({version.id for version in versions}) < len(versions) or taken & {
+            version.id for version in versions
+        }:
+            raise BookError(f"{check_id}: two faulty versions of {self.file} share a name")
+        check = Check(
+            id=check_id,
+            points=points,
+            kind=EXERCISE,
+            exercise=self.exercise,
+            section=self.section,
+            asks=asks,
+            hint=hint,
+            tests=self,
+            versions=versions,
+        )
+        self.book.add(check)
+        self.checks.append(check)
+        return check
+
+    def versions(self) -> list[FaultyVersion]:
+        """Every faulty version of this file's checks, in declaration order."""
+        return [version for check in self.checks for version in check.versions]
 
 
 def _a(noun: str) -> str:

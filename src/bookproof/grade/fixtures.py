@@ -26,6 +26,7 @@ __all__ = [
     "SUPPLIER",
     "VANILLA",
     "call_id",
+    "codes",
     "draft",
     "expected_report",
     "extra_product",
@@ -36,6 +37,7 @@ __all__ = [
     "quote",
     "refused",
     "report_view",
+    "run_summary",
     "saved_draft",
     "schema_names",
     "shop",
@@ -230,3 +232,24 @@ def schema_names(value: Any) -> list[str] | None:
             return None
         names.append(function["name"])
     return names
+
+
+# --- a scripted run, as the graders' doors of later books answer it ------------------
+
+
+def run_summary(value: Any, keys: Sequence[str]) -> dict[str, Any] | None:
+    """`value` when it is a run summary holding a list under each of `keys`; else None."""
+    if not isinstance(value, dict) or not all(isinstance(value.get(key), list) for key in keys):
+        return None
+    return value
+
+
+def codes(run: Mapping[str, Any]) -> list[Any]:
+    """Each observation of a run as "ok", its refusal code, or None when it is no observation."""
+    found: list[Any] = []
+    for observation in run["observations"]:
+        if not isinstance(observation, dict):
+            found.append(None)
+        else:
+            found.append("ok" if observation.get("ok") is True else observation.get("error"))
+    return found

@@ -11,9 +11,17 @@ learner's process never holds the code under test, so a test can tell the
 versions apart by behaviour only; the runs share nothing (fresh copies, fresh
 /tmp), so a test cannot learn which run it is in.
 
+Where the tests make folders for the code they test (`Surface.files`), the
+learner's sandbox gets a temporary folder under a name chosen for the run
+(`/tmp/work-...`, its `TMPDIR`, where pytest's `tmp_path` lives); before each
+call, the stand-in sends that folder's contents along, and the server makes
+it again at the same path in its own sandbox (`files.materialise`), so paths
+and links mean the same on both sides.
+
 Verdicts: the grader takes pytest's exit status and nothing else. A faulty
 version is caught when a test failed against it (status 1) while every run
-against the reference passed (status 0). A suite that asserts nothing passes
+against the reference passed (status 0); a check passes when every faulty
+version it declares is caught. A suite that asserts nothing passes
 everywhere and catches nothing; a suite that passes or fails by chance rarely
 passes all the reference runs.
 """
@@ -25,6 +33,7 @@ import contextlib
 import json
 import os
 import random
+import secrets
 import select
 import selectors
 import shutil
@@ -38,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import bookproof
-from bookproof.grade.book import Check, LearnerTests
+from bookproof.grade.book import FaultyVersion, LearnerTests
 from bookproof.grade.sandbox import Isolation, Launch, Limits, exited, start, stop
 from bookproof.grade.session import IsolationFailed, Outcome, Output
 
@@ -66,7 +75,7 @@ install(globals(), {surface})
 
 @dataclass(frozen=True)
 class _Run:
-    variant: Check | None  # None: the reference
+    variant: FaultyVersion | None  # None: the reference
     status: int | None  # pytest's exit status; None when the run did not finish
     fate: str = ""  # "timeout" | "flood" | "" (finished)
 
@@ -82,7 +91,7 @@ def grade_tests(
     if not (copy / group.file).is_file():
         missing = f"No {group.file} in this folder: hand in your tests under exactly that name."
         return {check.id: ("error", missing) for check in group.checks}
-    plan: list[Check | None] = [None] * group.reference_runs + list(group.checks)
+    plan: list[FaultyVersion | None] = [None] * group.reference_runs + group.versions()
     random.Random(f"{seed}:{group.file}:order").shuffle(plan)
     runs: list[_Run] = []
     for variant in plan:
@@ -95,20 +104,30 @@ def grade_tests(
     problem = _reference_problem(group, reference, limits)
     if problem is not None:
         return {check.id: ("failed", problem) for check in group.checks}
+    fates = {run.variant.id: run for run in runs if run.variant is not None}
     verdicts: dict[str, tuple[Outcome, str]] = {}
-    for run in runs:
-        if run.variant is None:
-            continue
-        if run.status == 1:
-            verdicts[run.variant.id] = ("passed", "")
-        elif run.fate == "timeout":
-            verdicts[run.variant.id] = (
+    for check in group.checks:
+        missed = [v for v in check.versions if fates[v.id].status != 1]
+        slow = [v for v in missed if fates[v.id].fate == "timeout"]
+        module = group.book.module
+        if not missed:
+            verdicts[check.id] = ("passed", "")
+        elif len(check.versions) == 1 and slow:
+            verdicts[check.id] = (
                 "timeout",
                 f"Against this faulty version your tests did not finish within "
                 f"{limits.tests_timeout:g} s.",
             )
+        elif len(check.versions) == 1:
+            verdicts[check.id] = ("failed", "Your tests passed against this faulty version.")
         else:
-            verdicts[run.variant.id] = ("failed", "Your tests passed against this faulty version.")
+            named = "; ".join(f"one that {version.behaviour}" for version in missed)
+            outcome: Outcome = "timeout" if len(slow) == len(missed) else "failed"
+            verdicts[check.id] = (
+                outcome,
+                f"Your tests did not catch {len(missed)} of {len(check.versions)} faulty "
+                f"{module} modules: {named}.",
+            )
     return verdicts
 
 
@@ -210,13 +229,23 @@ class _Oracle:
                         streams.remove(stream)
 
     def serve(
-        self, channel: socket.socket, variant: Check | None, seed: str, timeout: float
+        self,
+        channel: socket.socket,
+        variant: FaultyVersion | None,
+        seed: str,
+        timeout: float,
+        scratch: str | None,
     ) -> None:
-        """Have the oracle fork a server for one run, on the oracle's end of that run's socket."""
+        """Have the oracle fork a server for one run, on the oracle's end of that run's socket.
+
+        `scratch`: where the learner's tests keep their folders, which the
+        server makes again at the same path whenever they change.
+        """
         run = {
             "variant": None if variant is None else variant.id,
             "seed": f"{seed}:{self.group.file}:{'reference' if variant is None else variant.id}",
             "timeout": timeout,
+            "scratch": scratch,
         }
         try:
             socket.send_fds(self._control, [json.dumps(run).encode()], [channel.fileno()])
@@ -258,12 +287,18 @@ atexit.register(close_oracles)
 def _run(
     group: LearnerTests,
     copy: Path,
-    variant: Check | None,
+    variant: FaultyVersion | None,
     isolation: Isolation,
     limits: Limits,
     seed: str,
 ) -> _Run:
     scratch = Path(tempfile.mkdtemp(prefix="bookproof-tests-"))
+    # In a sandbox of its own, the tests' temporary folder is copied to the
+    # code under test; the same filesystem needs no copy (process mode).
+    # Its name is unguessable, so no run can name another's copy.
+    shared = None
+    if group.surface.files and isolation is Isolation.BUBBLEWRAP:
+        shared = f"/tmp/work-{secrets.token_hex(16)}"
     ours, theirs = socket.socketpair()
     learner = None
     try:
@@ -276,11 +311,12 @@ def _run(
         )
         os.chmod(stand_in, 0o644)
         (scratch / "learner").mkdir()
-        _oracle(group, isolation, limits).serve(ours, variant, seed, limits.tests_timeout)
+        _oracle(group, isolation, limits).serve(ours, variant, seed, limits.tests_timeout, shared)
         ours.close()
         learner_config = {
             "workdir": "{workdir}",
             "file": group.file,
+            "scratch": shared,
             "channel": theirs.fileno(),
             "limits": limits.for_child(limits.tests_timeout),
             "require_filter": isolation is Isolation.BUBBLEWRAP,
@@ -302,7 +338,7 @@ def _run(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _watch(learner: subprocess.Popen[bytes], variant: Check | None, limits: Limits) -> _Run:
+def _watch(learner: subprocess.Popen[bytes], variant: FaultyVersion | None, limits: Limits) -> _Run:
     output = Output(limits.output_bytes)
     assert learner.stdin is not None and learner.stdout is not None
     assert learner.stderr is not None

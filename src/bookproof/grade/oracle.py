@@ -14,11 +14,16 @@ they belong to. Nothing else crosses: the learner's tests run elsewhere and
 see only these answers, so which version answers can be told only by
 behaviour.
 
+Where the surface says the tests make folders (`Surface.files`), a request
+may carry the tests' temporary folder, described as `files.materialise`
+reads it; the server makes it again at the path the grader chose for the
+run (the learner's `TMPDIR`), replacing the last copy, before it answers.
+
 It runs no learner code; it reads the learner's requests under the same
 strict decoder the grader uses, in a sandbox under the same limits. A fork
 shares nothing with the next one: each starts from the state the oracle had
 before any run, works in a folder of its own (where the files the tests name
-go, see `Surface.paths`), and ends with its run, its folder removed after it.
+go, see `Surface.paths`), and ends with its run, its folders removed after it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import importlib.util
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -36,18 +42,22 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from bookproof.grade.book import JSON, Book, Check, LearnerTests, book_of
+from bookproof.grade.book import JSON, Book, FaultyVersion, LearnerTests, book_of
 from bookproof.grade.child.encoding import FrameError, decode_json, make_encoder
 from bookproof.grade.child.harness import EXCEPTION_NAMES
 from bookproof.grade.child.limits import forbid_new_processes, start_up
+from bookproof.grade.files import materialise
 
 __all__ = ["main", "serve"]
 
 MAX_OBJECTS = 10_000
 MAX_REQUEST = 4 * 1024 * 1024
+# The only places a run's copy of the tests' folder may be made.
+_SCRATCH = re.compile(r"^/tmp/work-[0-9a-f]{32}$")
 
 
 def load_reference(book: Book, path: str) -> ModuleType:
@@ -62,13 +72,12 @@ def load_reference(book: Book, path: str) -> ModuleType:
 
 
 def implementation(
-    group: LearnerTests, reference: ModuleType, variant: Check | None, rng: random.Random
+    group: LearnerTests, reference: ModuleType, variant: FaultyVersion | None, rng: random.Random
 ) -> dict[str, Callable[..., Any]]:
     """The surface's functions as this run serves them: the reference's, or the variant's."""
     functions = {name: getattr(reference, name) for name in group.surface.functions}
     if variant is not None:
-        assert variant.variant is not None
-        replaced = variant.variant(reference, rng)
+        replaced = variant.make(reference, rng)
         unknown = set(replaced) - set(functions)
         if unknown:
             raise RuntimeError(f"{variant.id} replaces names outside the surface: {unknown}")
@@ -105,8 +114,13 @@ def serve(
     functions: Mapping[str, Callable[..., Any]],
     constants: Mapping[str, Any],
     folder: str = ".",
+    scratch: Path | None = None,
 ) -> None:
-    """Answer requests until the stand-in's side closes; files named by tests go in `folder`."""
+    """Answer requests until the stand-in's side closes.
+
+    Files named by tests (`Surface.paths`) go in `folder`; `scratch` is where
+    the tests' folders are made again when a request carries them.
+    """
     encode = make_encoder()
     surface = group.surface
     objects: list[tuple[str, Any]] = []
@@ -155,6 +169,11 @@ def serve(
             if request.get("constants") is True:
                 reply({"status": "returned", "value": _plain(dict(constants))})
                 continue
+            if "files" in request:
+                if scratch is None:
+                    raise FrameError("files this run does not take")
+                shutil.rmtree(scratch, ignore_errors=True)
+                materialise(request["files"], scratch)
             args, kwargs = live(request["args"]), live(request["kwargs"])
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise FrameError("arguments")
@@ -193,8 +212,13 @@ def main() -> None:
     (group,) = [g for g in book.groups() if g.file == config["file"]]
     reference = load_reference(book, config["reference"])
     constants = {name: getattr(reference, name) for name in group.surface.constants}
-    # Each server's folder, by its pid: removed once the server has ended.
-    folders: dict[int, str] = {}
+    if config["require_filter"]:
+        # The sandbox's own /tmp (bubblewrap): runs may make folders in it, but
+        # none may list it, so code under test led there by a link cannot
+        # find another run's copy of another learner's folders.
+        os.chmod("/tmp", 0o1733)
+    # Each server's folders, by its pid: removed once the server has ended.
+    folders: dict[int, list[Path]] = {}
     with socket.socket(fileno=config["control"]) as control:
         while True:
             _reap(folders)
@@ -207,37 +231,42 @@ def main() -> None:
                 continue
             run = json.loads(message)
             # A folder of its own, in case the code under test writes files.
-            folder = tempfile.mkdtemp(prefix="run-")
+            own = Path(tempfile.mkdtemp(prefix="run-"))
+            scratch = None
+            if run.get("scratch") is not None:
+                if not _SCRATCH.match(run["scratch"]):
+                    raise ValueError("a run's scratch is not where the grader makes them")
+                scratch = Path(run["scratch"])
             pid = os.fork()
             if pid == 0:
                 control.close()
-                _serve_one(
-                    run, fds[0], folder, group, reference, constants, config["require_filter"]
-                )
-            folders[pid] = folder
+                _serve_one(run, fds[0], group, reference, constants, config, own, scratch)
+            # Removed when that server has ended, however it ended.
+            folders[pid] = [own] if scratch is None else [own, scratch]
             os.close(fds[0])
 
 
 def _serve_one(
     run: Mapping[str, Any],
     fd: int,
-    folder: str,
     group: LearnerTests,
     reference: ModuleType,
     constants: Mapping[str, Any],
-    require_filter: bool,
+    config: Mapping[str, Any],
+    own: Path,
+    scratch: Path | None,
 ) -> None:
     """In a fresh fork: one run's implementation on one socket, then exit."""
     try:
         # However a run ends, this server does not outlive it by much.
         signal.alarm(max(1, int(run["timeout"])))
-        if not forbid_new_processes() and require_filter:
+        if not forbid_new_processes() and config["require_filter"]:
             os._exit(1)
-        os.chdir(folder)
-        variant = next((c for c in group.checks if c.id == run["variant"]), None)
+        os.chdir(own)
+        variant = next((v for v in group.versions() if v.id == run["variant"]), None)
         functions = implementation(group, reference, variant, random.Random(run["seed"]))
         with socket.socket(fileno=fd) as sock:
-            serve(sock, group, functions, constants, folder)
+            serve(sock, group, functions, constants, str(own), scratch)
     except BaseException:
         # A defect of ours: said on stderr (the grader's to read), and the run
         # then sees a closed socket, never a made-up answer.
@@ -247,9 +276,9 @@ def _serve_one(
     os._exit(0)
 
 
-def _reap(folders: dict[int, str]) -> None:
+def _reap(folders: dict[int, list[Path]]) -> None:
     # Servers that finished: collected so that they do not linger as zombies,
-    # and their files removed, so that a batch's runs never fill the oracle's /tmp.
+    # and their folders removed, so that a batch's runs never fill the oracle's /tmp.
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
@@ -257,6 +286,5 @@ def _reap(folders: dict[int, str]) -> None:
             return
         if pid == 0:
             return
-        folder = folders.pop(pid, None)
-        if folder is not None:
+        for folder in folders.pop(pid, []):
             shutil.rmtree(folder, ignore_errors=True)

@@ -10,9 +10,13 @@ answer (those stay in the generator, in the grading process).
 Builders (`call`, `method`, `let`, `get`, `set_item`, `attrs`, `probe_count`,
 `stub`) make questions; markers (`tup`, `probe`, `tool_call`, `scratch_path`)
 stand for live objects the child builds from plain JSON; `Ref` names an object the child
-keeps between questions of one check. One question never reaches the child:
-`handed_in` asks for the text of a data file the learner handed in, which
-the grader reads from its own copy of the folder.
+keeps between questions of one check.
+
+Two requests never reach the child. `folder(tree)`: a check yields it
+before its first question, and the grader makes the folder on its own side
+and answers with the path where the submission's sandbox shows it (`files`).
+`handed_in(name)`: the text of a data file the learner handed in, which the
+grader reads from its own copy of the folder.
 """
 
 from __future__ import annotations
@@ -21,14 +25,18 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, TypeVar
 
+from bookproof.grade.files import Tree
+
 __all__ = [
     "Answer",
     "Asks",
+    "Folder",
     "Question",
     "Ref",
     "attrs",
     "call",
     "expect",
+    "folder",
     "get",
     "handed_in",
     "let",
@@ -48,7 +56,7 @@ T = TypeVar("T")
 # A generator that asks questions and ends with a T: a check's trial ends
 # with its verdict; a helper (build a dispatcher, read two messages) with what
 # it made, used in a trial with `yield from`.
-Asks: TypeAlias = Generator["Question", Any, T]
+Asks: TypeAlias = Generator["Question | Folder", Any, T]
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,17 @@ class Question:
     op: Mapping[str, Any]
     keep: bool = False
     raises: bool = False
+
+
+@dataclass(frozen=True)
+class Folder:
+    """A folder the grader makes for a check before the sandbox starts: never sent to the child.
+
+    The check receives, in its place, the folder's path as the submission's
+    sandbox shows it (read-only). See `bookproof.grade.files` for the `Tree`.
+    """
+
+    tree: Tree = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -227,6 +246,17 @@ def stub(function: str, answers: Mapping[str, Any], *, key: str) -> Question:
     that shows 5 for vanilla reads its need through that one function.
     """
     return Question({"op": "stub", "fn": function, "answers": dict(answers), "key": key})
+
+
+def folder(tree: Tree) -> Folder:
+    """A folder holding `tree`, made by the grader; yield it before any question.
+
+    `path = yield folder({...})` gives the path of that folder in the sandbox,
+    the only thing the check passes to the submission. Every folder of a
+    check is made before the submission's process starts, so a check yields
+    its folders first and its questions after.
+    """
+    return Folder(tree)
 
 
 def handed_in(name: str) -> Question:

@@ -1,11 +1,13 @@
 """Grading one submission: copy its folder, ask every check's questions, decide every verdict here.
 
 The grading process never imports a submission. It copies the folder's
-plain files (`intake`), starts one sandboxed child over the copy
-(`session`), and runs each behaviour check's trial: a generator that yields
-questions and receives answers, with data randomised for this run from the
-seed and the check's id (so the same seed asks the same questions and gives
-the same grade). If the child dies or hangs during a check, that check is
+plain files (`intake`), runs each behaviour check's trial up to its first
+question, making on its own side every folder the trials asked for
+(`files`), starts one sandboxed child over the copy, those folders shown
+read-only beside it (`session`), and goes on with each trial: a generator
+that yields questions and receives answers, with data randomised for this
+run from the seed and the check's id (so the same seed asks the same
+questions and gives the same grade). If the child dies or hangs during a check, that check is
 charged with what happened and a fresh child is started for the next one,
 so an endless loop costs only the checks that reach it. Learner-test checks
 run the learner's tests against the reference and its faulty versions
@@ -20,18 +22,20 @@ import random
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bookproof.grade.book import Book, Check, Kind
+from bookproof.grade.book import Book, Check, Kind, Trial
+from bookproof.grade.files import describe, materialise
 from bookproof.grade.intake import copy_submission
 from bookproof.grade.learner_tests import grade_tests
-from bookproof.grade.questions import Answer, Question, Ref
-from bookproof.grade.sandbox import Isolation, Limits
+from bookproof.grade.questions import Answer, Folder, Question, Ref
+from bookproof.grade.sandbox import Isolation, Limits, files_seen_at
 from bookproof.grade.session import ChildGone, Outcome, Session, exception_name
 
-__all__ = ["CheckOutcome", "SubmissionReport", "grade_submission"]
+__all__ = ["CheckOutcome", "Prepared", "SubmissionReport", "grade_submission", "prepare"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,7 @@ def grade_submission(
         if problem is not None:
             outcomes = {check.id: _charge(check, "error", problem) for check in book.checks}
         else:
-            outcomes = _grade_copy(copy, book, isolation, limits, seed)
+            outcomes = _grade_copy(copy, scratch / "files", book, isolation, limits, seed)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     ordered = tuple(_credit(check, outcomes) for check in book.checks)
@@ -98,15 +102,28 @@ def grade_submission(
 
 
 def _grade_copy(
-    copy: Path, book: Book, isolation: Isolation, limits: Limits, seed: int
+    copy: Path, files: Path, book: Book, isolation: Isolation, limits: Limits, seed: int
 ) -> dict[str, CheckOutcome]:
     outcomes: dict[str, CheckOutcome] = {}
     behaviour = [check for check in book.checks if check.trial is not None]
+    folders = _Folders(files, files_seen_at(isolation, files))
     session: Session | None = None
+    # Every trial up to its first question, and so every folder made, before
+    # any of the submission's code runs: none of it can watch them being made.
+    prepared = {
+        check.id: prepare(check, _rng(seed, book, check.id), folders.make) for check in behaviour
+    }
     try:
         for index, check in enumerate(behaviour):
             if session is None:
-                session = Session(copy, book.module, isolation, limits, len(behaviour) - index)
+                session = Session(
+                    copy,
+                    book.module,
+                    isolation,
+                    limits,
+                    len(behaviour) - index,
+                    files=files if folders.made else None,
+                )
                 try:
                     session.imported()
                 except ChildGone as gone:
@@ -117,14 +134,17 @@ def _grade_copy(
                     session = None
                     break
             try:
-                rng = _rng(seed, book, check.id)
-                outcomes[check.id] = _run_trial(check, session, rng, _HandIn(copy, book.files))
+                outcomes[check.id] = _run_trial(
+                    check, session, prepared[check.id], _HandIn(copy, book.files)
+                )
             except ChildGone as gone:
                 outcomes[check.id] = _charge(check, gone.outcome, gone.message)
                 session = None
     finally:
         if session is not None:
             session.close()
+        for ready in prepared.values():
+            ready.trial.close()
     for group in book.groups():
         verdicts = grade_tests(group, copy, isolation, limits, f"{seed}:{book.number}")
         for check in group.checks:
@@ -141,7 +161,56 @@ def _rng(seed: int, book: Book, check_id: str) -> random.Random:
     return random.Random(f"{seed}:{book.number}:{check_id}")
 
 
+class _Folders:
+    """The folders a submission's checks asked for: made here, under `root`, one per request."""
+
+    def __init__(self, root: Path, seen_at: str) -> None:
+        self.root = root
+        self.seen_at = seen_at
+        self.made = 0
+
+    def make(self, request: Folder) -> str:
+        # Numbered in the order asked: a name that says nothing about the check.
+        name = f"f{self.made}"
+        if not self.made:
+            self.root.mkdir(mode=0o755)
+        seen = f"{self.seen_at}/{name}"
+        materialise(describe(request.tree, seen_at=seen), self.root / name)
+        self.made += 1
+        return seen
+
+
 # --- one trial ---------------------------------------------------------------------
+
+
+@dataclass
+class Prepared:
+    """A check's trial, run up to its first question: its folders made, nothing asked yet.
+
+    `first` is that question; None when the trial ended without asking any,
+    with `verdict` its result.
+    """
+
+    trial: Trial
+    first: Question | None
+    verdict: str | None = None
+
+
+def prepare(check: Check, rng: random.Random, make: Callable[[Folder], str]) -> Prepared:
+    """Start `check`'s trial and answer its `folder` requests with `make`, up to a question."""
+    assert check.trial is not None
+    trial = check.trial(rng)
+    sent: str | None = None
+    while True:
+        try:
+            step = trial.send(sent)
+        except StopIteration as done:
+            return Prepared(trial, None, done.value)
+        if isinstance(step, Question):
+            return Prepared(trial, step)
+        if not isinstance(step, Folder):
+            raise TypeError(f"{check.id} yielded {type(step).__name__}, not a question")
+        sent = make(step)
 
 
 @dataclass(frozen=True)
@@ -169,46 +238,56 @@ _SHAPE = "Returned values of an unexpected shape."
 
 
 def _run_trial(
-    check: Check, session: Session, rng: random.Random, hand_in: _HandIn
+    check: Check, session: Session, prepared: Prepared, hand_in: _HandIn
 ) -> CheckOutcome:
-    assert check.trial is not None
+    """Go on with a prepared trial: ask its questions of the child, and judge what it returns."""
+    if prepared.first is None:
+        reason = prepared.verdict
+        return _passed(check) if reason is None else _charge(check, "failed", reason)
     session.begin()
-    trial = check.trial(rng)
+    trial = prepared.trial
     names = (f"h{number}" for number in itertools.count())
-    sent: Any = None
+    step: Question | Folder = prepared.first
     try:
         while True:
+            if not isinstance(step, Question):
+                # A folder asked for now could only be made inside the running
+                # sandbox, in reach of the submission: a defect of the book.
+                raise TypeError(f"{check.id} asked for a folder after its first question")
+            question = step
+            op = dict(question.op)
+            sent: Any
+            if op["op"] == "handed_in":
+                # Answered from the grader's copy: no learner code runs.
+                sent = hand_in.text(op["name"])
+            else:
+                kept = next(names) if question.keep else None
+                if kept is not None:
+                    op["keep"] = kept
+                answer = session.ask(op)
+                if answer.raised_a("MemoryError"):
+                    return _charge(check, "out of memory", "Ran out of memory during this check.")
+                if answer.status == "kept" and kept is not None:
+                    answer = Answer("kept", Ref(kept))
+                if question.raises:
+                    sent = answer
+                elif answer.status == "raised":
+                    return _charge(check, "error", f"Raised {exception_name(answer.raised)}.")
+                elif answer.status == "wrong_type":
+                    return _charge(check, "failed", _NOT_PLAIN)
+                elif (answer.status == "kept") != (kept is not None):
+                    return _charge(check, "failed", _SHAPE)
+                else:
+                    sent = answer.value
             try:
-                question: Question = trial.send(sent)
+                step = trial.send(sent)
             except StopIteration as done:
-                reason: str | None = done.value
+                reason = done.value
                 return _passed(check) if reason is None else _charge(check, "failed", reason)
             except (LookupError, TypeError, ValueError, AttributeError):
                 # The values are the submission's: a shape the check never
                 # expected is a wrong answer, not a reason to stop grading.
                 return _charge(check, "failed", _SHAPE)
-            op = dict(question.op)
-            if op["op"] == "handed_in":
-                sent = hand_in.text(op["name"])
-                continue
-            kept = next(names) if question.keep else None
-            if kept is not None:
-                op["keep"] = kept
-            answer = session.ask(op)
-            if answer.raised_a("MemoryError"):
-                return _charge(check, "out of memory", "Ran out of memory during this check.")
-            if answer.status == "kept" and kept is not None:
-                answer = Answer("kept", Ref(kept))
-            if question.raises:
-                sent = answer
-            elif answer.status == "raised":
-                return _charge(check, "error", f"Raised {exception_name(answer.raised)}.")
-            elif answer.status == "wrong_type":
-                return _charge(check, "failed", _NOT_PLAIN)
-            elif (answer.status == "kept") != (kept is not None):
-                return _charge(check, "failed", _SHAPE)
-            else:
-                sent = answer.value
     finally:
         trial.close()
 

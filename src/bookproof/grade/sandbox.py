@@ -6,8 +6,10 @@ Two isolation modes, chosen by the instructor and recorded in every report:
   network, IPC and UTS namespaces. Its filesystem holds the interpreter and
   the libraries it loads (read-only), the book's runtime `sovereign_agent`
   (read-only), the grader's small `gradechild` package (read-only), and one
-  folder of files the grader copied for it (read-only, its working folder).
-  Its only writable place is a size-bounded /tmp that disappears with it.
+  folder of files the grader copied for it (read-only, its working folder),
+  and, when a book's checks need them, the folders the grader made for those
+  checks (read-only, at `/files`). Its only writable place is a size-bounded
+  /tmp that disappears with it.
   No other submission, no `solutions/`, no other grader source, no home
   directory; a fixed, minimal environment; no network at all; it cannot see,
   signal or outlive any process outside (`--die-with-parent`, and killing the
@@ -49,6 +51,7 @@ __all__ = [
     "Limits",
     "bubblewrap_problem",
     "exited",
+    "files_seen_at",
     "start",
     "stop",
     "stop_everything",
@@ -57,6 +60,7 @@ __all__ = [
 CHILD_PACKAGE = Path(child.__file__).resolve().parent
 # Where a bubblewrap sandbox shows the copied files, and the grader's package.
 _WORKDIR = "/submission"
+_FILES = "/files"
 _GRADER = "/grader"
 _CHILD_NAME = "gradechild"
 
@@ -121,6 +125,8 @@ class Launch:
     where the copied folder appears. `folder` is that copied folder (shown
     read-only); `extra` are more read-only folders, each shown at a name under
     the grader's folder (for the oracle: the grader's source and the reference).
+    `files` is the folder of the grader's own folders for a submission's checks
+    (`bookproof.grade.files`), shown read-only where `files_seen_at` says.
     """
 
     code: str
@@ -129,6 +135,12 @@ class Launch:
     fds: tuple[int, ...] = ()
     extra: Mapping[str, Path] = field(default_factory=dict)
     tmp_bytes: int = Limits.tmp_bytes
+    files: Path | None = None
+
+
+def files_seen_at(isolation: Isolation, files: Path) -> str:
+    """Where a process started with `Launch(files=files)` finds that folder."""
+    return _FILES if isolation is Isolation.BUBBLEWRAP else str(files)
 
 
 class GradingStopped(RuntimeError):
@@ -281,6 +293,8 @@ def _bubblewrap(launch: Launch, workdir: str) -> list[str]:
     for name, path in launch.extra.items():
         argv += ["--ro-bind", str(path), f"{_GRADER}/{name}"]
     argv += ["--ro-bind", str(launch.folder), workdir]
+    if launch.files is not None:
+        argv += ["--ro-bind", str(launch.files), _FILES]
     argv += ["--remount-ro", "/", "--chdir", workdir]
     return argv
 

@@ -140,9 +140,19 @@ class Session:
     """One child process holding one submission, answering questions until closed."""
 
     def __init__(
-        self, folder: Path, module: str, isolation: Isolation, limits: Limits, questions: int
+        self,
+        folder: Path,
+        module: str,
+        isolation: Isolation,
+        limits: Limits,
+        questions: int,
+        *,
+        files: Path | None = None,
     ) -> None:
-        """Start the child over the copied `folder`; `questions` bounds its CPU time in all."""
+        """Start the child over the copied `folder`; `questions` bounds its CPU time in all.
+
+        `files` holds the folders the grader made for the checks, shown read-only.
+        """
         self.module = module
         self.limits = limits
         self._scratch = Path(tempfile.mkdtemp(prefix="bookproof-session-"))
@@ -159,7 +169,14 @@ class Session:
         try:
             self._process = start(
                 isolation,
-                Launch(_BOOT, config, folder, (ask_read, answer_write), tmp_bytes=limits.tmp_bytes),
+                Launch(
+                    _BOOT,
+                    config,
+                    folder,
+                    (ask_read, answer_write),
+                    tmp_bytes=limits.tmp_bytes,
+                    files=files,
+                ),
                 self._scratch,
             )
         finally:

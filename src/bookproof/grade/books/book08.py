@@ -2,16 +2,17 @@
 
 The graded interface is the "grader's door" at the end of the starter
 (`exercises/book08/document_tools.py`), JSON in and JSON out:
+`run_calls(root, allowed, calls)` runs a scripted model that makes `calls`
+([name, arguments] each, ids g1, g2, ...) one per step, over Lucy's shop
+tools, `read_document`, `list_documents`, `open_document` and `show_lucy`,
+and returns `offered`, `observations`, `narrowings`, `executed`, `refused`
+and `for_lucy`.
 
-- `write_folder(entries, outside)` makes a documents folder the grader
-  describes (notes, sized notes, folders, FIFOs, links) in a new temporary
-  folder of the submission's sandbox, with `outside` files beside it, and
-  returns its path;
-- `run_calls(root, allowed, calls)` runs a scripted model that makes `calls`
-  ([name, arguments] each, ids g1, g2, ...) one per step, over Lucy's shop
-  tools, `read_document`, `list_documents`, `open_document` and `show_lucy`,
-  and returns `offered`, `observations`, `narrowings`, `executed`, `refused`
-  and `for_lucy`.
+The documents folders are the grader's (`questions.folder`): made on the
+grader's side before the submission's sandbox starts, shown to it
+read-only, with files outside them for links to lead to. The submission
+learns a folder's path and nothing else; what the folder holds, it must
+read from the disk, which is the skill graded.
 
 Every expected value is computed here from data this module chose: note
 names, texts, sizes and planted secrets change on every run. The chapter's
@@ -33,7 +34,8 @@ from typing import Any
 
 from bookproof.grade import fixtures as fx
 from bookproof.grade.book import JSON, Book, Surface, Trial
-from bookproof.grade.questions import Question, call, expect, same
+from bookproof.grade.files import Fifo, Link, Sparse, Tree
+from bookproof.grade.questions import Asks, Question, call, expect, folder, same
 
 __all__ = ["BOOK"]
 
@@ -105,11 +107,11 @@ def _strays(rng: random.Random, note: str) -> dict[str, Any]:
     """Entries a listing must pass over, beside the note `note`: read_document refuses each."""
     strays: dict[str, Any] = {
         "." + _name(rng): "hidden\n",
-        _name(rng): {"link": "private.txt"},
-        _name(rng): {"link": f"notes/{note}"},
-        fx.token(rng, 7): {"folder": {_name(rng): "in a folder\n"}},
-        fx.token(rng, 5): {"fifo": True},
-        _name(rng): {"bytes": MAX_BYTES + rng.randint(1, 2_000)},
+        _name(rng): rng.choice([Link("../private.txt"), Link("private.txt", absolute=True)]),
+        _name(rng): rng.choice([Link(note), Link(f"notes/{note}", absolute=True)]),
+        fx.token(rng, 7): {_name(rng): "in a folder\n"},
+        fx.token(rng, 5): Fifo(),
+        _name(rng): Sparse(MAX_BYTES + rng.randint(1, 2_000)),
         fx.token(rng, 3) + rng.choice(["\u200b", "\u202e", "\u2060"]) + _name(rng): "hidden\n",
         "n" * (MAX_NAME + rng.randint(1, 40)) + ".md": "a name too long\n",
     }
@@ -123,8 +125,10 @@ def _secret(rng: random.Random) -> str:
 # --- asking -----------------------------------------------------------------------------
 
 
-def _folder(entries: Mapping[str, Any], outside: Mapping[str, str] | None = None) -> Question:
-    return call("write_folder", dict(entries), dict(outside or {}))
+def _folder(entries: Tree, outside: Mapping[str, str] | None = None) -> Asks[str]:
+    """A documents folder holding `entries`, with `outside` files beside it: its path."""
+    base = yield folder({"notes": entries, **(outside or {})})
+    return f"{base}/notes"
 
 
 def _run(root: Any, calls: list[list[Any]], allowed: list[str] = EVERY_TOOL) -> Question:
@@ -133,22 +137,7 @@ def _run(root: Any, calls: list[list[Any]], allowed: list[str] = EVERY_TOOL) -> 
 
 def _summary(value: Any) -> dict[str, Any] | None:
     """The run summary, when it has the door's shape; None for anything else."""
-    if not isinstance(value, dict) or not all(key in value for key in _KEYS):
-        return None
-    if not all(isinstance(value[key], list) for key in _KEYS):
-        return None
-    return value
-
-
-def _codes(run: Mapping[str, Any]) -> list[Any]:
-    """Each observation as "ok", its refusal code, or None when it is no observation."""
-    codes: list[Any] = []
-    for observation in run["observations"]:
-        if not isinstance(observation, dict):
-            codes.append(None)
-        else:
-            codes.append("ok" if observation.get("ok") is True else observation.get("error"))
-    return codes
+    return fx.run_summary(value, _KEYS)
 
 
 def _value(run: Mapping[str, Any], index: int) -> Any:
@@ -170,7 +159,7 @@ def _value(run: Mapping[str, Any], index: int) -> Any:
 )
 def ch8_reads_a_note(rng: random.Random) -> Trial:
     name, text = _name(rng), _text(rng)
-    root = yield _folder({name: text})
+    root = yield from _folder({name: text})
     run = _summary((yield _run(root, [["read_document", {"name": name}]], CHAPTER_TOOLS)))
     if run is None:
         return _UNREADABLE
@@ -193,16 +182,14 @@ def ch8_refuses_escapes(rng: random.Random) -> Trial:
     secret = _secret(rng)
     name, text = _name(rng), _text(rng)
     sub = fx.token(rng, 6)
-    entries = {
+    entries: Tree = {
         name: text,
-        sub: {"folder": {name: text}},
-        "link-" + name: {"link": "private.txt"},
-        "old": {"link": "."},
-        "inbox": {"fifo": True},
+        sub: {name: text},
+        "link-" + name: Link("private.txt", absolute=True),
+        "old": Link(".."),
+        "inbox": Fifo(),
     }
-    root = yield _folder(entries, {"private.txt": secret + "\n"})
-    if not isinstance(root, str):
-        return "write_folder should return the folder's path."
+    root = yield from _folder(entries, {"private.txt": secret + "\n"})
     refused = [
         ("../private.txt", "tool_failed"),
         (f"{sub}/../../private.txt", "tool_failed"),
@@ -222,7 +209,7 @@ def ch8_refuses_escapes(rng: random.Random) -> Trial:
         return _UNREADABLE
     if secret in json.dumps(run):
         return "A file outside the documents folder reached the run."
-    if _codes(run)[:-1] != [code for _, code in refused]:
+    if fx.codes(run)[:-1] != [code for _, code in refused]:
         return "A name leading outside the folder, through a link, or to a FIFO was not refused."
     return expect(
         same(fx.ok(_delimited(f"{sub}/{name}", text)), run["observations"][-1]),
@@ -239,12 +226,12 @@ def ch8_refuses_escapes(rng: random.Random) -> Trial:
 )
 def ch8_read_narrows(rng: random.Random) -> Trial:
     name = _name(rng)
-    root = yield _folder({name: _text(rng)})
+    root = yield from _folder({name: _text(rng)})
     calls = [["read_document", {"name": name}], DRAFT, ["list_stock", {}]]
     run = _summary((yield _run(root, calls, CHAPTER_TOOLS)))
     if run is None:
         return _UNREADABLE
-    if _codes(run) != ["ok", "tool_not_allowed", "ok"]:
+    if fx.codes(run) != ["ok", "tool_not_allowed", "ok"]:
         return "After the read, draft_order should be refused and list_stock should still run."
     narrowings = run["narrowings"]
     if len(narrowings) != 1 or not isinstance(narrowings[0], dict):
@@ -274,7 +261,7 @@ def ch8_read_narrows(rng: random.Random) -> Trial:
 )
 def ch8_refused_read_narrows_nothing(rng: random.Random) -> Trial:
     name = _name(rng)
-    root = yield _folder({name: _text(rng)})
+    root = yield from _folder({name: _text(rng)})
     calls = [
         ["read_document", {"name": "../" + name}],
         DRAFT,
@@ -284,7 +271,7 @@ def ch8_refused_read_narrows_nothing(rng: random.Random) -> Trial:
     run = _summary((yield _run(root, calls, CHAPTER_TOOLS)))
     if run is None:
         return _UNREADABLE
-    if _codes(run) != ["tool_failed", "ok", "ok", "tool_not_allowed"]:
+    if fx.codes(run) != ["tool_failed", "ok", "ok", "tool_not_allowed"]:
         return "The draft after a refused read should run; the draft after a read should not."
     calls_narrowed = [n.get("call_id") if isinstance(n, dict) else None for n in run["narrowings"]]
     return expect(calls_narrowed == ["g3"], "Only the read that succeeded should narrow the run.")
@@ -303,7 +290,7 @@ def ch8_refused_read_narrows_nothing(rng: random.Random) -> Trial:
 )
 def ex1_lists_notes(rng: random.Random) -> Trial:
     notes = _notes(rng, rng.randint(3, 6))
-    root = yield _folder(notes)
+    root = yield from _folder(notes)
     run = _summary((yield _run(root, [LIST])))
     if run is None:
         return _UNREADABLE
@@ -325,7 +312,7 @@ def ex1_passes_over(rng: random.Random) -> Trial:
     secret = _secret(rng)
     notes = _notes(rng, rng.randint(1, 4))
     strays = _strays(rng, rng.choice(sorted(notes)))
-    root = yield _folder({**notes, **strays}, {"private.txt": secret + "\n"})
+    root = yield from _folder({**notes, **strays}, {"private.txt": secret + "\n"})
     run = _summary((yield _run(root, [LIST])))
     if run is None:
         return _UNREADABLE
@@ -354,7 +341,7 @@ def ex1_passes_over(rng: random.Random) -> Trial:
 def ex1_bounded(rng: random.Random) -> Trial:
     extra = rng.randint(1, 9)
     notes = _notes(rng, MAX_LISTED + extra)
-    root = yield _folder(notes)
+    root = yield from _folder(notes)
     run = _summary((yield _run(root, [LIST])))
     if run is None:
         return _UNREADABLE
@@ -379,7 +366,8 @@ def ex1_bounded(rng: random.Random) -> Trial:
     requires=ex1_lists_notes,
 )
 def ex1_listing_narrows(rng: random.Random) -> Trial:
-    named = yield _folder(_notes(rng, rng.randint(1, 3)))
+    named = yield from _folder(_notes(rng, rng.randint(1, 3)))
+    empty = yield from _folder({"." + _name(rng): "hidden\n", _name(rng): Fifo()})
     run = _summary((yield _run(named, [LIST, DRAFT])))
     if run is None:
         return _UNREADABLE
@@ -394,15 +382,14 @@ def ex1_listing_narrows(rng: random.Random) -> Trial:
         and {"list_documents", "read_document", "list_stock"} <= set(kept)
         and isinstance(removed, list)
         and "draft_order" in removed
-        and _codes(run) == ["ok", "tool_not_allowed"]
+        and fx.codes(run) == ["ok", "tool_not_allowed"]
     ):
         return "A listing that names a note should narrow the run as a read does."
-    empty = yield _folder({"." + _name(rng): "hidden\n", _name(rng): {"fifo": True}})
     run = _summary((yield _run(empty, [LIST, DRAFT])))
     if run is None:
         return _UNREADABLE
     return expect(
-        run["narrowings"] == [] and _codes(run) == ["ok", "ok"],
+        run["narrowings"] == [] and fx.codes(run) == ["ok", "ok"],
         "A listing that names nothing let no outside text in: it should narrow nothing.",
     )
 
@@ -421,8 +408,9 @@ LISTING_TESTS = BOOK.learner_tests(
     file="test_book08_listing.py",
     section=S_UNIT_A,
     surface=Surface(
-        functions={"write_folder": JSON, "run_calls": JSON},
+        functions={"run_calls": JSON},
         constants=("EVERY_TOOL", "MAX_DOCUMENT_BYTES", "MAX_DOCUMENT_NAME", "MAX_LISTED"),
+        files=True,
     ),
 )
 
@@ -526,7 +514,7 @@ def ex2_open_gives_handles(rng: random.Random) -> Trial:
     notes = _notes(rng, rng.randint(2, 4))
     order = list(notes)
     rng.shuffle(order)
-    root = yield _folder(notes)
+    root = yield from _folder(notes)
     run = _summary((yield _run(root, [_open(name) for name in order])))
     if run is None:
         return _UNREADABLE
@@ -551,7 +539,7 @@ def ex2_text_reaches_lucy_only(rng: random.Random) -> Trial:
     secret = _secret(rng)
     name = _name(rng)
     text = _text(rng) + secret + "\n"
-    root = yield _folder({name: text, _name(rng): _text(rng)})
+    root = yield from _folder({name: text, _name(rng): _text(rng)})
     run = _summary((yield _run(root, [_open(name), _show("doc-1")])))
     if run is None:
         return _UNREADABLE
@@ -576,7 +564,7 @@ def ex2_text_reaches_lucy_only(rng: random.Random) -> Trial:
 )
 def ex2_keeps_drafting(rng: random.Random) -> Trial:
     name = _name(rng)
-    root = yield _folder({name: _text(rng)})
+    root = yield from _folder({name: _text(rng)})
     run = _summary((yield _run(root, [_open(name), _show("doc-1"), DRAFT])))
     if run is None:
         return _UNREADABLE
@@ -600,8 +588,8 @@ def ex2_keeps_drafting(rng: random.Random) -> Trial:
 def ex2_refusals(rng: random.Random) -> Trial:
     secret = _secret(rng)
     name = _name(rng)
-    root = yield _folder(
-        {name: _text(rng), "link-" + name: {"link": "private.txt"}}, {"private.txt": secret}
+    root = yield from _folder(
+        {name: _text(rng), "link-" + name: Link("../private.txt")}, {"private.txt": secret}
     )
     calls = [
         _open("../private.txt"),
@@ -615,7 +603,7 @@ def ex2_refusals(rng: random.Random) -> Trial:
         return _UNREADABLE
     if secret in json.dumps(run):
         return "open_document read a file outside the documents folder."
-    if _codes(run) != ["tool_failed", "tool_failed", "ok", "tool_failed", "invalid_arguments"]:
+    if fx.codes(run) != ["tool_failed", "tool_failed", "ok", "tool_failed", "invalid_arguments"]:
         return "Refused names, an unknown handle and a malformed handle should each be refused."
     value = _value(run, 2)
     return expect(
@@ -634,13 +622,13 @@ def ex2_refusals(rng: random.Random) -> Trial:
 )
 def ex2_runs_do_not_share(rng: random.Random) -> Trial:
     name = _name(rng)
-    root = yield _folder({name: _text(rng)})
+    root = yield from _folder({name: _text(rng)})
     first = _summary((yield _run(root, [_open(name)])))
     later = _summary((yield _run(root, [_show("doc-1")])))
     if first is None or later is None:
         return _UNREADABLE
     return expect(
-        _codes(later) == ["tool_failed"] and later["for_lucy"] == [],
+        fx.codes(later) == ["tool_failed"] and later["for_lucy"] == [],
         "A handle from an earlier run should be unknown in this one.",
     )
 
@@ -650,8 +638,9 @@ HANDLE_TESTS = BOOK.learner_tests(
     file="test_book08_handles.py",
     section=S_UNIT_B,
     surface=Surface(
-        functions={"write_folder": JSON, "run_calls": JSON},
+        functions={"run_calls": JSON},
         constants=("EVERY_TOOL", "MAX_DOCUMENT_BYTES"),
+        files=True,
     ),
 )
 

@@ -12,27 +12,92 @@ methods and fields are reached the same way.
 So a test can observe behaviour and nothing else: not the source, not the
 bytecode, not a type's name or a function's attributes. Exceptions come back
 as the builtin class they belong to, with a fixed message.
+
+When the tests make folders for the code under test to read, that code,
+in its own sandbox, cannot see them: before each request the stand-in
+describes the tests' temporary folder (`scratch`), plain files, folders,
+links and FIFOs, never following a link or opening a FIFO, and sends the
+description whenever it changed; the other side makes it again at the same
+path (`bookproof.grade.files` reads the description).
 """
 
 from __future__ import annotations
 
+import base64
 import builtins
+import errno
 import os
 import socket
+import stat
 from collections.abc import Mapping
 from typing import Any
 
 from .encoding import FrameError, decode_json, make_encoder
 
-__all__ = ["Remote", "connect", "install"]
+__all__ = ["Remote", "connect", "install", "pack"]
 
 _encode = make_encoder()
 _channel: list[socket.socket] = []
+# The tests' temporary folder, and its description as last sent.
+_scratch: list[str] = []
+_sent: list[Any] = [None]
+
+# What a copy of the tests' folders may hold: far more than a test needs,
+# well inside what one request may carry.
+PACK_ENTRIES = 2_000
+PACK_BYTES = 2 * 1024 * 1024
 
 
-def connect(fd: int) -> None:
-    """Called by the test-run boot before pytest starts: the socket to the implementation."""
+def connect(fd: int, scratch: str | None = None) -> None:
+    """Called by the test-run boot before pytest starts: the socket to the implementation.
+
+    `scratch`: the tests' temporary folder, copied to the code under test.
+    """
     _channel.append(socket.socket(fileno=fd))
+    if scratch is not None:
+        _scratch.append(scratch)
+
+
+def pack(root: str) -> dict[str, Any]:
+    """The folder `root` as `files.materialise` reads it; OSError when it cannot be copied."""
+    budget = {"entries": 0, "bytes": 0}
+
+    def folder(path: str) -> dict[str, Any]:
+        entries: dict[str, Any] = {}
+        with os.scandir(path) as listing:
+            for entry in listing:
+                budget["entries"] += 1
+                if budget["entries"] > PACK_ENTRIES:
+                    raise OSError(errno.EFBIG, f"more than {PACK_ENTRIES} files and folders")
+                mode = entry.stat(follow_symlinks=False).st_mode
+                if stat.S_ISDIR(mode):
+                    entries[entry.name] = {"folder": folder(entry.path)}
+                elif stat.S_ISLNK(mode):
+                    entries[entry.name] = {"link": os.readlink(entry.path)}
+                elif stat.S_ISFIFO(mode):
+                    entries[entry.name] = {"fifo": True}
+                elif stat.S_ISREG(mode):
+                    entries[entry.name] = {"file": read(entry.path)}
+                # A socket is no file to read: the code under test never sees one.
+        return entries
+
+    def read(path: str) -> str:
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        descriptor = os.open(path, flags)
+        try:
+            data = b""
+            while chunk := os.read(descriptor, PACK_BYTES + 1 - len(data)):
+                data += chunk
+                if len(data) > PACK_BYTES:
+                    break
+        finally:
+            os.close(descriptor)
+        budget["bytes"] += len(data)
+        if budget["bytes"] > PACK_BYTES:
+            raise OSError(errno.EFBIG, f"more than {PACK_BYTES} bytes in the tests' folders")
+        return base64.b64encode(data).decode("ascii")
+
+    return {"folder": folder(root)}
 
 
 class Remote:
@@ -95,6 +160,11 @@ def _receive(sock: socket.socket) -> bytes:
 
 def _request(head: dict[str, Any], args: Any, kwargs: Mapping[str, Any]) -> Any:
     request = {**head, "args": _plain(list(args)), "kwargs": _plain(dict(kwargs))}
+    if _scratch and "constants" not in head:
+        files = pack(_scratch[0])
+        if files != _sent[0]:
+            request["files"] = files
+            _sent[0] = files
     text = _encode(request)
     if text is None:
         raise TypeError("the code under test takes plain values only (dict, list, str, int ...)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 
 from .limits import start_up
 from .stand_in import connect
@@ -21,7 +22,14 @@ __all__ = ["main"]
 def main() -> None:
     config = json.loads(sys.argv[1])
     start_up(config["limits"], require_filter=config["require_filter"])
-    connect(config["channel"])
+    scratch = config.get("scratch")
+    if scratch is not None:
+        # The tests' temporary folder (pytest's tmp_path lives in it), which
+        # the code under test sees too, at the same path.
+        os.mkdir(scratch, 0o700)
+        os.environ["TMPDIR"] = scratch
+        tempfile.tempdir = None
+    connect(config["channel"], scratch)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
