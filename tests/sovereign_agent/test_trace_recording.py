@@ -7,7 +7,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -431,3 +432,58 @@ for _ in range(30):
     runs = read_trace(trace)
     assert len(runs) == 60
     assert all(run.complete and len(run.events) == 8 for run in runs)
+
+
+@pytest.fixture
+def eager_thread_switches() -> Iterator[None]:
+    """Switch threads as often as the interpreter allows, so a race shows within a test's time."""
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(interval)
+
+
+@pytest.mark.usefixtures("eager_thread_switches")
+def test_threads_appending_to_one_trace_lose_no_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    monkeypatch.setenv("SOVEREIGN_TRACE", str(trace))
+
+    def plans() -> None:
+        for _ in range(30):
+            run_task(ScriptedModel(PLAN), build_tools(SHOP), TASK, max_steps=6, max_tool_calls=8)
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        for done in [pool.submit(plans) for _ in range(6)]:
+            done.result()
+    runs = read_trace(trace)
+    assert len(runs) == 180
+    assert all(run.complete and len(run.events) == 14 for run in runs)
+
+
+def test_a_relative_path_names_a_file_in_the_directory_each_run_starts_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.setenv("SOVEREIGN_TRACE", "t.jsonl")
+
+    def wander(args: NoArguments) -> str:
+        os.chdir(second)
+        return "moved"
+
+    shop = build_tools(SHOP)
+    wanderer = ExecutableTool("wander", "Changes directory.", NoArguments, wander)
+    dispatcher = Dispatcher([*shop.tools.values(), wanderer], allowed=[*shop.allowed, "wander"])
+    script = [turn(ask("c1", "wander")), turn(ask("c2", "list_stock")), AssistantMessage()]
+    monkeypatch.chdir(first)
+    # The run moves to the second directory halfway; its trace stays where it began.
+    run_task(ScriptedModel(script), dispatcher, TASK, max_steps=6, max_tool_calls=8)
+    run_task(ScriptedModel(PLAN), build_tools(SHOP), TASK, max_steps=6, max_tool_calls=8)
+    (wandered,) = read_trace(first / "t.jsonl")
+    assert wandered.complete and wandered.started.task == TASK
+    assert [event.event for event in wandered.events].count("tool_outcome") == 2
+    (planned,) = read_trace(second / "t.jsonl")
+    assert planned.complete and len(planned.events) == 14

@@ -6,11 +6,15 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import MutableMapping
+from contextlib import suppress
 from pathlib import Path
 
+import pydantic_core
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from morning_plan import CHAPTER_3, SHOP
+from morning_plan import CHAPTER_3, PLAN, SHOP
 from provider_stub import (
     ANTHROPIC_ROUTE,
     OPENAI_ROUTE,
@@ -24,11 +28,13 @@ from provider_stub import (
 
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import AnthropicClient, ModelReply, OpenAICompatibleClient
+from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.shop import ProductArguments, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool
 from sovereign_agent.trace import read_trace
 from sovereign_agent.trace.recorder import (
     MIN_SECRET_FRAGMENT,
+    encode_event,
     holds_secret,
     recorder_from_env,
     redact,
@@ -199,3 +205,112 @@ def test_redaction_leaves_valid_json_without_any_fragment(
 def test_a_reply_is_a_model_reply_and_the_key_is_not_in_it_by_construction() -> None:
     # Guards the test above: what a client hands the loop holds no header.
     assert "api_key" not in ModelReply.model_fields
+
+
+OLD_KEY = "secret-token-0a1b2c3d4e5f6071"
+NEW_KEY = "pk-live-9f8e7d6c5b4a3921"  # shares no eight characters with OLD_KEY
+
+
+@pytest.mark.parametrize("table", [True, False], ids=["os.environ", "an environ without _data"])
+def test_each_run_redacts_the_keys_the_environment_holds_when_it_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: bool
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    monkeypatch.setenv("SOVEREIGN_TRACE", str(trace))
+    monkeypatch.delenv("SUPPLIER_API_KEY", raising=False)
+    environ: MutableMapping[str, str] = os.environ
+    if not table:
+        # What an interpreter whose os.environ keeps no table of its own looks like.
+        environ = dict(os.environ)
+        monkeypatch.setattr(os, "environ", environ)
+    task = f"Plan. The operator pasted {OLD_KEY} and {NEW_KEY} here by mistake."
+
+    def plan() -> None:
+        run_task(ScriptedModel(PLAN), build_tools(SHOP), task, max_steps=6, max_tool_calls=8)
+
+    plan()
+    environ["SUPPLIER_API_KEY"] = OLD_KEY
+    plan()
+    environ["SUPPLIER_API_KEY"] = NEW_KEY
+    plan()
+    del environ["SUPPLIER_API_KEY"]
+    plan()
+    assert [run.started.task for run in read_trace(trace)] == [
+        task,
+        task.replace(OLD_KEY, "***"),
+        task.replace(NEW_KEY, "***"),
+        task,
+    ]
+
+
+def spellings(text: str) -> set[bytes]:
+    """Every way a JSON encoder of a trace line may write `text` inside a string."""
+    spelled = {json.dumps(text)[1:-1].encode("ascii")}
+    with suppress(pydantic_core.PydanticSerializationError):  # a lone surrogate
+        spelled.add(pydantic_core.to_json(text)[1:-1])
+    return spelled
+
+
+def holds_a_fragment(line: bytes, secrets: list[str]) -> bool:
+    """The plain search: every fragment of every secret, in every spelling."""
+    return any(
+        spelling in line
+        for secret in secrets
+        for fragment in fragments(secret)
+        for spelling in spellings(fragment)
+    )
+
+
+# Quotes, backslashes, controls, text beyond ASCII and beyond the Basic
+# Multilingual Plane, and a lone surrogate: every way a spelling can differ.
+CHARACTERS = st.one_of(st.sampled_from('"\\/\n\t\x00\x7fé€\u2028😀𝄞\udc80'), st.characters())
+SECRETS = st.lists(
+    st.text(CHARACTERS, min_size=MIN_SECRET_FRAGMENT, max_size=24), min_size=1, max_size=3
+)
+
+
+def line_writers() -> st.SearchStrategy[object]:
+    standard = lambda event: json.dumps(event, separators=(",", ":")).encode("ascii")  # noqa: E731
+    return st.sampled_from([encode_event, standard])
+
+
+@st.composite
+def lines_quoting(draw: st.DrawFn, secrets: list[str]) -> bytes:
+    """A trace line whose text is made of random text and pieces of the secrets, long and short."""
+    pieces = []
+    for _ in range(draw(st.integers(0, 6))):
+        if draw(st.booleans()):
+            pieces.append(draw(st.text(CHARACTERS, max_size=10)))
+        else:
+            secret = draw(st.sampled_from(secrets))
+            start = draw(st.integers(0, len(secret)))
+            # Mostly about a fragment long: the pieces where a search that
+            # misses a position would answer wrongly.
+            length = st.integers(MIN_SECRET_FRAGMENT - 4, MIN_SECRET_FRAGMENT + 1)
+            pieces.append(secret[start : start + draw(length | st.integers(0, len(secret)))])
+    write = draw(line_writers())
+    line: bytes = write({"event": "model_reply", "content": "".join(pieces)})  # type: ignore[operator]
+    return line
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.data(), secrets=SECRETS)
+def test_the_anchor_search_answers_as_the_plain_fragment_search(
+    data: st.DataObject, secrets: list[str]
+) -> None:
+    line = data.draw(lines_quoting(secrets))
+    assert holds_secret(line, secrets) == holds_a_fragment(line, secrets)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    secret=st.text(CHARACTERS, min_size=MIN_SECRET_FRAGMENT, max_size=24),
+    before=st.text(CHARACTERS, max_size=10),
+    after=st.text(CHARACTERS, max_size=10),
+    write=line_writers(),
+)
+def test_a_secret_of_any_characters_is_found_in_a_line_either_encoder_wrote(
+    secret: str, before: str, after: str, write: object
+) -> None:
+    line = write({"event": "model_reply", "content": before + secret + after})  # type: ignore[operator]
+    assert holds_secret(line, [secret])

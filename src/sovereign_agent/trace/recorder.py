@@ -18,6 +18,7 @@ shorter piece of a key, only a model error's class is written, never its words.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import json
 import os
@@ -84,35 +85,103 @@ def secrets_from_env(environ: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(value for value in values if len(value) >= MIN_SECRET_FRAGMENT)
 
 
-@functools.lru_cache(maxsize=32)
-def _fragments(secrets: tuple[str, ...]) -> tuple[str, ...]:
+# The process's environment as it stood at the last scan for secrets, and what
+# the scan found. See `_process_secrets`.
+_scanned: tuple[object, tuple[str, ...]] = (None, ())
+
+
+def _process_secrets() -> tuple[str, ...]:
+    """`secrets_from_env(os.environ)`, as it is now, scanning only when the environment changed.
+
+    Every run is redacted against the environment as it stands when the run
+    starts, and a scan of every name cost three to four per cent of the
+    chapter 3 plan against the scripted model (`scripts/bench_trace.py`).
+    Python code changes the environment through `os.environ`, which keeps its
+    own table of the variables (`_data`, in bytes on POSIX); a copy of that
+    table, compared with it at each run, is exact (a variable added, removed
+    or changed makes them differ) at a twentieth of the cost of a scan. Where
+    the table is not there to compare, every run scans.
+    """
+    global _scanned
+    table = getattr(os.environ, "_data", None)
+    if not isinstance(table, dict):
+        return secrets_from_env(os.environ)
+    copy, secrets = _scanned
+    if copy == table:
+        return secrets
+    # Copied before the scan: a change made while it runs leaves the copy
+    # behind the table, so the next run scans again.
+    copy = dict(table)
+    secrets = secrets_from_env(os.environ)
+    _scanned = (copy, secrets)
+    return secrets
+
+
+def _spellings(text: str) -> tuple[bytes, ...]:
+    """How `text` appears inside a string of a line, as either encoder of `encode_event` writes it.
+
+    Both escape one character at a time, so the spelling of a piece of a
+    string is a piece of the spelling of the string. Pydantic's writes text
+    beyond ASCII as UTF-8 and escapes only what JSON requires; the standard
+    library's, used for a line Pydantic cannot encode, escapes everything
+    beyond ASCII. A piece with a quote and an accent in it is spelled
+    differently by each, and differently from the piece's own UTF-8.
+    """
+    spelled = [json.dumps(text)[1:-1].encode("ascii")]
+    # A lone surrogate Pydantic cannot encode: a line holding it is the standard library's.
+    with contextlib.suppress(pydantic_core.PydanticSerializationError):
+        spelled.append(pydantic_core.to_json(text)[1:-1])
+    return tuple(dict.fromkeys(spelled))
+
+
+def _pieces(secrets: tuple[str, ...], length: int, stride: int) -> tuple[str, ...]:
     return tuple(
         dict.fromkeys(
-            secret[start : start + MIN_SECRET_FRAGMENT]
+            secret[start : start + length]
             for secret in secrets
-            for start in range(len(secret) - MIN_SECRET_FRAGMENT + 1)
+            for start in range(0, len(secret) - length + 1, stride)
         )
     )
 
 
 @functools.lru_cache(maxsize=32)
+def _fragments(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    return _pieces(secrets, MIN_SECRET_FRAGMENT, 1)
+
+
+@functools.lru_cache(maxsize=32)
 def _spelled_fragments(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
-    # How each fragment may appear in a line: as it is, and as JSON escapes it.
+    return tuple(
+        dict.fromkeys(spelling for piece in _fragments(secrets) for spelling in _spellings(piece))
+    )
+
+
+# Every run of MIN_SECRET_FRAGMENT characters of a secret holds a run of
+# _ANCHOR of them that starts at a multiple of _ANCHOR_STRIDE: five positions
+# in a row always hold one multiple of five, and four characters from any of
+# them still end inside the eight. A line that holds none of these anchors
+# holds no fragment, and a fifth as many searches say so.
+_ANCHOR = 4
+_ANCHOR_STRIDE = MIN_SECRET_FRAGMENT - _ANCHOR + 1
+
+
+@functools.lru_cache(maxsize=32)
+def _spelled_anchors(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
     return tuple(
         dict.fromkeys(
             spelling
-            for fragment in _fragments(secrets)
-            for spelling in (
-                fragment.encode("utf-8", "surrogatepass"),
-                json.dumps(fragment)[1:-1].encode("ascii"),
-            )
+            for piece in _pieces(secrets, _ANCHOR, _ANCHOR_STRIDE)
+            for spelling in _spellings(piece)
         )
     )
 
 
 def holds_secret(line: bytes, secrets: Sequence[str]) -> bool:
     """Whether any `MIN_SECRET_FRAGMENT` characters in a row of a secret appear in `line`."""
-    return any(fragment in line for fragment in _spelled_fragments(tuple(secrets)))
+    key = tuple(secrets)
+    return any(anchor in line for anchor in _spelled_anchors(key)) and any(
+        fragment in line for fragment in _spelled_fragments(key)
+    )
 
 
 def _redact_text(text: str, fragments: tuple[str, ...]) -> str:
@@ -225,12 +294,16 @@ class TraceFile:
         even when several processes append to the same trace. Opening alone
         is how a run learns, before it starts, that the file cannot be written.
         """
+        pending = self.pending
         try:
             with self._lock:
-                data = b"".join(self.pending)
-                self.pending.clear()
-                view = memoryview(data)
+                # Only the lines there now: another thread's run may append
+                # while this one writes, and its lines wait for the next batch.
+                count = len(pending)
+                data = b"".join(pending[:count])
+                del pending[:count]
                 descriptor = self._open()
+                view = memoryview(data)
                 while view:
                     view = view[os.write(descriptor, view) :]
         except OSError as error:
@@ -281,8 +354,8 @@ atexit.register(_close_trace_files)
 class JsonLinesFile:
     """A sink that appends events to a file, one line of JSON each.
 
-    Lines are written in batches, because a write per event would cost more
-    than the run it records: when the run finishes, and before a model request
+    Lines are written in batches, because a write per event would make
+    recording a third dearer: when the run finishes, and before a model request
     if a second has passed since the last write. Against a real model, whose
     replies take seconds, that is before every request, so the file is never
     behind a run that is waiting on its model, the wait a process is most
@@ -579,10 +652,34 @@ class Recorder:
         )
 
 
+# The sinks `recorder_from_env` made for the process's environment, by the file
+# and the secrets each redacts: a run that finds both as the last run left them
+# appends through the same sink, instead of paying again (Path, absolute path,
+# the process's file looked up under a lock) for one it would build the same.
+# Bounded, like the fingerprints above, for a process that keeps changing its keys.
+_ENV_SINKS: dict[tuple[str, tuple[str, ...]], JsonLinesFile] = {}
+_ENV_SINKS_KEPT = 64
+
+
 def recorder_from_env(environ: Mapping[str, str] | None = None) -> Recorder:
-    """A recorder that appends to the file `SOVEREIGN_TRACE` names, or one that records nothing."""
+    """A recorder that appends to the file `SOVEREIGN_TRACE` names, or one that records nothing.
+
+    Without `environ`, the process's environment as it is when the run starts:
+    the file it names now, and the keys it holds now.
+    """
     env = os.environ if environ is None else environ
     path = env.get(TRACE_VARIABLE, "").strip()
     if not path:
         return Recorder(None)
-    return Recorder(JsonLinesFile(Path(path), secrets=secrets_from_env(env)))
+    if environ is not None:
+        return Recorder(JsonLinesFile(Path(path), secrets=secrets_from_env(environ)))
+    if not os.path.isabs(path):
+        # Absolute now: a later change of directory must not move the trace.
+        path = os.path.join(os.getcwd(), path)
+    key = (path, _process_secrets())
+    sink = _ENV_SINKS.get(key)
+    if sink is None:
+        if len(_ENV_SINKS) >= _ENV_SINKS_KEPT:
+            _ENV_SINKS.clear()
+        sink = _ENV_SINKS[key] = JsonLinesFile(Path(path), secrets=key[1])
+    return Recorder(sink)
