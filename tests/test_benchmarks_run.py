@@ -1,0 +1,51 @@
+"""Every benchmark script still runs and prints its figures.
+
+The figures themselves are never asserted here: a timed test on a shared
+machine proves nothing. What can rot silently is the script, when the code it
+measures changes under it, so each one is run in a real subprocess with the
+smallest workload its options allow. A script that misses its goal exits 1,
+which is its verdict to give, not a failure of this test; anything else (a
+traceback, a usage error) is.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from system_components import require_executable
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SMALLEST: dict[str, tuple[list[str], str]] = {
+    "bench_dispatch.py": (["--calls", "20", "--repeat", "1"], "valid draft"),
+    "bench_trace.py": (["--runs", "1", "--repeat", "2"], "recording alone:"),
+    "bench_store.py": (["--calls", "20", "--repeat", "1", "--drafts", "20"], "x dict"),
+    "bench_verify.py": (["--repeat", "1", "--sweep"], "linear cost"),
+    "bench_grade.py": (["--book", "1", "--copies", "2", "--rounds", "1"], "sandbox cost"),
+}
+
+
+@pytest.mark.parametrize("script", sorted(SMALLEST))
+def test_the_benchmark_runs_and_prints_its_figures(script: str, tmp_path: Path) -> None:
+    options, figure = SMALLEST[script]
+    if script == "bench_grade.py":
+        require_executable("bwrap", install="sudo apt-get install bubblewrap")
+    if script == "bench_store.py":
+        options = [*options, "--dir", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / script), *options],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert figure in done.stdout, done.stdout
+
+
+def test_every_benchmark_script_is_run_here() -> None:
+    assert {path.name for path in (ROOT / "scripts").glob("bench_*.py")} == set(SMALLEST)
