@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SMALLEST: dict[str, tuple[list[str], str]] = {
     "bench_dispatch.py": (["--calls", "20", "--repeat", "1"], "valid draft"),
+    "bench_schema.py": (["--calls", "1", "--repeat", "1"], "one step's schemas()"),
     "bench_trace.py": (["--runs", "1", "--repeat", "2"], "recording alone:"),
     "bench_store.py": (["--calls", "20", "--repeat", "1", "--drafts", "20"], "x dict"),
     "bench_verify.py": (["--repeat", "1", "--sweep"], "linear cost"),

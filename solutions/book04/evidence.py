@@ -67,6 +67,7 @@ from sovereign_agent.tools import (
     _argument_problems,
     _failed,
     _refusal,
+    parameters_schema,
 )
 from sovereign_agent.trace import Recorder, read_trace, recorder_from_env
 from sovereign_agent.trace.recorder import encode_event
@@ -233,7 +234,7 @@ class Dispatcher:
             if self._hints:
                 # Built from the schema the model was already shown: a hint tells
                 # it nothing it was not told, and repeats nothing it sent.
-                refusal["hints"] = safe_hints(tool.arguments.model_json_schema(), problems)
+                refusal["hints"] = safe_hints(parameters_schema(tool.arguments), problems)
             return ToolOutcome(refusal, handler_ran=False, argument_problems=problems)
         # 3. A consequential tool with nobody to authorise it never runs.
         if tool.consequential and self._before_write is None:

@@ -26,6 +26,7 @@ compares their syntax trees with the latest learner file that defines them).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -49,6 +50,7 @@ __all__ = [
     "ToolFailure",
     "ToolOutcome",
     "expected_value",
+    "parameters_schema",
     "safe_hints",
 ]
 
@@ -87,6 +89,23 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any]
 
 
+@functools.cache
+def _schema_text(model: type[BaseModel]) -> str:
+    # Pydantic walks the whole model each time it is asked for a schema; one
+    # walk per model class is enough. Kept as text, which nothing can change.
+    return json.dumps(model.model_json_schema())
+
+
+def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """An argument model's JSON schema, worked out once and handed out as a fresh copy.
+
+    Each call parses the cached text again, so a caller may change what it
+    gets without changing what the next caller, or the next model, is shown.
+    """
+    schema: dict[str, Any] = json.loads(_schema_text(model))
+    return schema
+
+
 @dataclass(frozen=True)
 class ExecutableTool(Generic[ArgumentsT]):
     """One tool: what the model is told about it, and the code that really runs.
@@ -111,7 +130,7 @@ class ExecutableTool(Generic[ArgumentsT]):
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": self.arguments.model_json_schema(),
+                "parameters": parameters_schema(self.arguments),
             },
         }
 
@@ -385,7 +404,7 @@ class Dispatcher:
             if self._hints:
                 # Built from the schema the model was already shown: a hint tells
                 # it nothing it was not told, and repeats nothing it sent.
-                refusal["hints"] = safe_hints(tool.arguments.model_json_schema(), problems)
+                refusal["hints"] = safe_hints(parameters_schema(tool.arguments), problems)
             return ToolOutcome(refusal, handler_ran=False, argument_problems=problems)
         # 3. A consequential tool with nobody to authorise it never runs.
         if tool.consequential and self._before_write is None:

@@ -6,6 +6,7 @@ runtime, no model. Importing this file defines things and prints nothing;
 """
 
 import copy
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -130,6 +131,23 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any]
 
 
+@functools.cache
+def _schema_text(model: type[BaseModel]) -> str:
+    # Pydantic walks the whole model each time it is asked for a schema; one
+    # walk per model class is enough. Kept as text, which nothing can change.
+    return json.dumps(model.model_json_schema())
+
+
+def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """An argument model's JSON schema, worked out once and handed out as a fresh copy.
+
+    Each call parses the cached text again, so a caller may change what it
+    gets without changing what the next caller, or the next model, is shown.
+    """
+    schema: dict[str, Any] = json.loads(_schema_text(model))
+    return schema
+
+
 @dataclass(frozen=True)
 class ExecutableTool(Generic[ArgumentsT]):
     """One tool: what the model is told about it, and the code that really runs.
@@ -154,7 +172,7 @@ class ExecutableTool(Generic[ArgumentsT]):
             "function": {
                 "name": self.name,
                 "description": self.description,
-                "parameters": self.arguments.model_json_schema(),
+                "parameters": parameters_schema(self.arguments),
             },
         }
 
