@@ -7,7 +7,7 @@
 - `summary`: every refusal and stop, counted by class.
 
 `python -m sovereign_agent.trace replay|summary TRACE.jsonl` is the command line.
-The format is described field by field in `TRACE_FORMAT.md`, beside this file.
+The format is described field by field in `README.md`, beside this file.
 """
 
 from sovereign_agent.trace.format import (

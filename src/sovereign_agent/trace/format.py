@@ -5,7 +5,7 @@ event carries the format version (`v`), the id of its run (`run`), its number
 within that run (`seq`, from 1), its kind (`event`) and the OpenTelemetry
 operation it belongs to (`gen_ai.operation.name`). Field names follow the
 OpenTelemetry GenAI semantic conventions where one exists; the others are
-ours and plain. `TRACE_FORMAT.md` beside this module describes every field.
+ours and plain. `README.md` beside this module describes every field.
 
 Reading is strict on purpose. A trace is evidence: a line that is cut off,
 an event with a field this version does not know, a run whose events are out
