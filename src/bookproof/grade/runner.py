@@ -107,6 +107,7 @@ def _grade_copy(
     outcomes: dict[str, CheckOutcome] = {}
     behaviour = [check for check in book.checks if check.trial is not None]
     folders = _Folders(files, files_seen_at(isolation, files))
+    hand_in = _HandIn(copy, book.files)
     session: Session | None = None
     # Every trial up to its first question, and so every folder made, before
     # any of the submission's code runs: none of it can watch them being made.
@@ -134,9 +135,7 @@ def _grade_copy(
                     session = None
                     break
             try:
-                outcomes[check.id] = _run_trial(
-                    check, session, prepared[check.id], _HandIn(copy, book.files)
-                )
+                outcomes[check.id] = _run_trial(check, session, prepared[check.id], hand_in)
             except ChildGone as gone:
                 outcomes[check.id] = _charge(check, gone.outcome, gone.message)
                 session = None
