@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pydantic_core
 
@@ -35,14 +35,11 @@ from sovereign_agent.models import AssistantToolCall, Message, ModelClient, Mode
 from sovereign_agent.tools import Dispatcher, Narrowing, ToolOutcome
 from sovereign_agent.trace.format import FORMAT_VERSION, schema_fingerprint
 
-if TYPE_CHECKING:
-    # Only for the annotation: the loop imports this module, not the other way round.
-    from sovereign_agent.loop import RunRecord
-
 __all__ = [
     "MIN_SECRET_FRAGMENT",
     "TRACE_VARIABLE",
     "WRITE_EVERY_S",
+    "FinishedRun",
     "JsonLinesFile",
     "Recorder",
     "Sink",
@@ -67,6 +64,30 @@ _REDACTED = "***"
 WRITE_EVERY_S = 1.0
 
 Sink = Callable[[dict[str, Any]], None]
+
+
+class FinishedRun(Protocol):
+    """What the recorder reads from a finished run: the fields `RunRecord` has.
+
+    A protocol, not the loop's class: the loop imports this module to tell it
+    what happens, so this module importing the loop, even for an annotation,
+    would make the two depend on each other. The recorder sits below the loop.
+    """
+
+    @property
+    def stop_reason(self) -> str: ...
+    @property
+    def answer(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def requested(self) -> Sequence[str]: ...
+    @property
+    def executed(self) -> Sequence[str]: ...
+    @property
+    def refused(self) -> Sequence[tuple[str, str]]: ...
 
 
 class TraceWriteError(Exception):
@@ -628,7 +649,7 @@ class Recorder:
             }
         )
 
-    def run_finished(self, record: RunRecord) -> None:
+    def run_finished(self, record: FinishedRun) -> None:
         if self._sink is None:
             return
         self._sink(
