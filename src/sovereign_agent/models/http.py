@@ -29,7 +29,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sovereign_agent.models._redact import printable_line
 from sovereign_agent.models._transport import open_before
 from sovereign_agent.models.base import (
     ModelConfigurationError,
@@ -38,6 +37,7 @@ from sovereign_agent.models.base import (
     ModelResponseError,
     ModelUnavailableError,
 )
+from sovereign_agent.redaction import printable_line
 
 __all__ = [
     "HTTPSettings",
