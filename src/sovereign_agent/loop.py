@@ -1,4 +1,4 @@
-"""Chapter 3's agent loop: the model chooses requests, the runtime keeps control.
+"""Printed in chapters 3 and 7: the agent loop, where the model asks and the runtime keeps control.
 
 One run is a small state machine. The runtime asks the model for a reply; a
 reply without tool calls is the final answer; a reply with tool calls is

@@ -1,4 +1,4 @@
-"""Support the book does not print (yet): tools from several sources joined into one dispatcher.
+"""Support the book does not print: tools from several sources joined into one dispatcher.
 
 Until chapter 8 a run's tools come from one place, a `build_*_tools` function
 of the shop, and chapter 2's `Dispatcher` takes them as one list. Chapter 9

@@ -1,4 +1,4 @@
-"""Chapter 1's model layer: neutral messages and clients that speak them."""
+"""Support the book does not print: chapter 1's model layer, neutral messages and their clients."""
 
 from sovereign_agent.models.anthropic import AnthropicClient
 from sovereign_agent.models.base import (

@@ -1,4 +1,4 @@
-"""Reading the neutral tool schema and a provider's reply: helpers both clients share."""
+"""Support the book does not print: reading the neutral tool schema and a provider's reply."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A client for the Anthropic Messages API.
+"""Support the book does not print: a client for the Anthropic Messages API.
 
 The same neutral conversation, in a different dialect: system text moves to a
 top-level field, tool calls and tool results become content blocks, and a

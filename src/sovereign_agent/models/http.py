@@ -1,4 +1,4 @@
-"""The one HTTP door every provider client goes through.
+"""Support the book does not print: the one HTTP door every provider client goes through.
 
 Built on the standard library's `urllib` on purpose: the runtime's required
 dependencies stay Pydantic alone, so a reader who installed the book installs

@@ -1,4 +1,4 @@
-"""A client for the OpenAI Chat Completions API, and every local server that copies it.
+"""Support the book does not print: a client for OpenAI Chat Completions and servers copying it.
 
 Ollama, vLLM and the llama.cpp server all answer `POST {base_url}/chat/completions`
 in this shape, so one client covers a paid provider and a model on your own

@@ -1,4 +1,4 @@
-"""Chapter 4's traces: every run written down as it happens, read back, replayed and counted.
+"""Support the book does not print: chapter 4's traces, every run written down, read back, replayed.
 
 - `format`: the trace format (version 1), the schema fingerprint, the reader;
 - `recorder`: what `run_task` tells as it runs, and the sinks that keep it

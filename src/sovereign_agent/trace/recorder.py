@@ -1,4 +1,4 @@
-"""Writing a run down as it happens: the recorder `run_task` talks to, and where its events go.
+"""Support the book does not print: the recorder `run_task` talks to, and where its events go.
 
 `run_task` tells its recorder six things, in the loop's order: a run started,
 the model is asked, the model replied, a call is taken up, a call's outcome,
