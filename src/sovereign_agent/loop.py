@@ -41,16 +41,12 @@ from sovereign_agent.tools import Dispatcher, Narrowing, Observation, ToolCall, 
 from sovereign_agent.trace.recorder import Recorder, recorder_from_env
 
 __all__ = [
-    "MAX_ARGUMENTS_CHARS",
-    "MAX_ARGUMENTS_DEPTH",
     "RunRecord",
     "StopReason",
     "check_setup",
-    "nested_deeper_than",
     "observation_message",
     "one_line",
     "parse_tool_call",
-    "refuse_constant",
     "run_task",
 ]
 

@@ -20,15 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-__all__ = [
-    "MASK",
-    "MIN_END",
-    "MIN_FRAGMENT",
-    "fold_case",
-    "printable_line",
-    "redact",
-    "secret_pieces",
-]
+__all__ = ["MASK", "MIN_END", "MIN_FRAGMENT", "printable_line", "redact"]
 
 MASK = "***"
 # A run of this many characters of a key is masked wherever it appears. Shorter

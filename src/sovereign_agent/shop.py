@@ -25,7 +25,6 @@ __all__ = [
     "ProductArguments",
     "build_tools",
     "draft_order",
-    "find_product",
     "replenishment_need",
     "stock_report",
     "supplier_quote",

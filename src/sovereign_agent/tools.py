@@ -41,7 +41,6 @@ __all__ = [
     "ArgumentProblem",
     "Dispatcher",
     "ExecutableTool",
-    "FailureStage",
     "Narrow",
     "Narrowing",
     "Observation",
@@ -49,7 +48,6 @@ __all__ = [
     "ToolCall",
     "ToolFailure",
     "ToolOutcome",
-    "expected_value",
     "parameters_schema",
     "safe_hints",
 ]

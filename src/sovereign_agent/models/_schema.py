@@ -8,8 +8,6 @@ from typing import Any, TypeGuard
 from sovereign_agent.models.base import ModelResponseError
 from sovereign_agent.models.messages import Usage
 
-__all__ = ["function_parts", "malformed", "token_usage"]
-
 
 def function_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
     """Name, description and JSON-schema parameters of one `ExecutableTool.schema()`.

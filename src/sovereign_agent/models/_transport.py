@@ -23,8 +23,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer, WriteableBuffer
 
-__all__ = ["open_before"]
-
 
 def _time_left(deadline: float) -> float:
     left = deadline - time.monotonic()

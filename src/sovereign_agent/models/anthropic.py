@@ -26,14 +26,7 @@ from sovereign_agent.models.messages import (
 )
 from sovereign_agent.models.provider import HTTPModelClient
 
-__all__ = [
-    "ANTHROPIC_DEFAULT_BASE_URL",
-    "ANTHROPIC_VERSION",
-    "AnthropicClient",
-    "anthropic_request",
-    "anthropic_tools",
-    "parse_message",
-]
+__all__ = ["ANTHROPIC_DEFAULT_BASE_URL", "AnthropicClient"]
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 # The API version this client's request and reply shapes were written against.

@@ -39,15 +39,7 @@ from sovereign_agent.models.base import (
 )
 from sovereign_agent.redaction import printable_line
 
-__all__ = [
-    "HTTPSettings",
-    "Secret",
-    "check_base_url",
-    "display_url",
-    "parse_retry_after",
-    "post_json",
-    "read_api_key",
-]
+__all__ = ["HTTPSettings"]
 
 logger = logging.getLogger("sovereign_agent.models")
 

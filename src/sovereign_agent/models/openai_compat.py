@@ -26,13 +26,7 @@ from sovereign_agent.models.messages import (
 )
 from sovereign_agent.models.provider import HTTPModelClient
 
-__all__ = [
-    "OPENAI_DEFAULT_BASE_URL",
-    "OpenAICompatibleClient",
-    "openai_messages",
-    "openai_tools",
-    "parse_chat_completion",
-]
+__all__ = ["OPENAI_DEFAULT_BASE_URL", "OpenAICompatibleClient"]
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

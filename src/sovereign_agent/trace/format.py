@@ -26,7 +26,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 __all__ = [
-    "EVENT_KINDS",
     "FORMAT_VERSION",
     "ModelReplyEvent",
     "ModelRequestEvent",
@@ -39,7 +38,6 @@ __all__ = [
     "ToolOutcomeEvent",
     "TraceEvent",
     "TraceFormatError",
-    "parse_event",
     "parse_trace",
     "read_trace",
     "schema_fingerprint",

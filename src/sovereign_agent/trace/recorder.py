@@ -40,21 +40,14 @@ from sovereign_agent.tools import Dispatcher, Narrowing, ToolOutcome
 from sovereign_agent.trace.format import FORMAT_VERSION, schema_fingerprint
 
 __all__ = [
-    "MIN_SECRET_FRAGMENT",
     "TRACE_VARIABLE",
-    "WRITE_EVERY_S",
     "FinishedRun",
     "JsonLinesFile",
     "Recorder",
     "Sink",
-    "TraceFile",
     "TraceWriteError",
     "encode_event",
-    "holds_secret",
     "recorder_from_env",
-    "redact",
-    "secrets_from_env",
-    "trace_file",
 ]
 
 TRACE_VARIABLE = "SOVEREIGN_TRACE"
