@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from sovereign_agent.loop import run_task
+from sovereign_agent.models import AssistantMessage, AssistantToolCall, ScriptedModel
 from sovereign_agent.shop import DraftArguments, NoArguments, ProductArguments, build_tools
+from sovereign_agent.skills import discover_skills, load_skill_tool
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
 from sovereign_agent.toolsets import (
     SourcedTools,
@@ -19,6 +24,7 @@ from sovereign_agent.toolsets import (
     join_toolsets,
 )
 
+ROOT = Path(__file__).resolve().parents[2]
 SHOP = {
     "products": [
         {"sku": "SKU-VANILLA", "name": "Vanilla", "on_hand": 2, "reorder_point": 8},
@@ -269,3 +275,34 @@ def test_the_combined_dispatcher_answers_every_call_as_one_dispatcher_over_the_s
     for toolset in sets:
         for name in toolset.tools:
             assert joined.source_of(name) == toolset.source
+
+
+def test_a_skill_loaded_from_one_source_narrows_the_tools_of_every_source() -> None:
+    # Three sources, one run: the shop's tools, a skill loader's, the supplier's.
+    # Loading morning-reorder (allowed-tools: list_stock draft_order) narrows
+    # the joined dispatcher as chapter 7 narrows the shop's: the supplier's
+    # check_availability goes too, because one allowlist spans every source.
+    ran = Ran()
+    skills = SourcedTools.of(
+        "skills:lucy", [load_skill_tool(discover_skills(ROOT / "book/textbook/skills"))]
+    )
+    dispatcher, joined = combined_dispatcher(
+        [shop(), skills, supplier_server(ran)],
+        allowed=["list_stock", "draft_order", "load_skill", "check_availability"],
+    )
+    script = [
+        asks("s1", "load_skill", {"skill": "morning-reorder"}),
+        asks("a1", "check_availability", {"sku": "SKU-VANILLA"}),
+        AssistantMessage(content="Done."),
+    ]
+    record = run_task(ScriptedModel(script), dispatcher, "Plan.", max_steps=4, max_tool_calls=4)
+    (narrowing,) = record.narrowings
+    assert joined.source_of(narrowing.tool) == "skills:lucy"
+    assert narrowing.removed == ("check_availability", "load_skill")
+    assert record.refused == (("check_availability", "tool_not_allowed"),)
+    assert ran.calls == []
+
+
+def asks(call_id: str, name: str, arguments: dict[str, Any]) -> AssistantMessage:
+    call = AssistantToolCall(id=call_id, name=name, arguments_json=json.dumps(arguments))
+    return AssistantMessage(tool_calls=(call,))
