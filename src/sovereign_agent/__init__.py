@@ -1,1 +1,1 @@
-"""The runtime the book builds, chapter by chapter."""
+"""Support the book does not print: the package of the runtime the book builds."""

@@ -1,4 +1,4 @@
-"""Chapter 8's documents: text nobody in the shop wrote, read so that it cannot act.
+"""Printed in chapter 8: documents, text nobody in the shop wrote, read so that it cannot act.
 
 Lucy's supplier sends notes, and `read_document` reads them from one
 documents folder. Whoever wrote a note can speak to the model through it, and

@@ -1,4 +1,4 @@
-"""Chapter 3's agent loop: the model chooses requests, the runtime keeps control.
+"""Printed in chapters 3 and 7: the agent loop, where the model asks and the runtime keeps control.
 
 One run is a small state machine. The runtime asks the model for a reply; a
 reply without tool calls is the final answer; a reply with tool calls is
@@ -41,16 +41,12 @@ from sovereign_agent.tools import Dispatcher, Narrowing, Observation, ToolCall, 
 from sovereign_agent.trace.recorder import Recorder, recorder_from_env
 
 __all__ = [
-    "MAX_ARGUMENTS_CHARS",
-    "MAX_ARGUMENTS_DEPTH",
     "RunRecord",
     "StopReason",
     "check_setup",
-    "nested_deeper_than",
     "observation_message",
     "one_line",
     "parse_tool_call",
-    "refuse_constant",
     "run_task",
 ]
 

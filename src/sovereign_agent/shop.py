@@ -1,4 +1,4 @@
-"""Chapter 2's shop: strict argument models, deterministic shop functions, and the tools over them.
+"""Printed in chapters 2, 4 and 6: the shop's argument models, its functions and tools over them.
 
 The numbers a re-order depends on (stock, targets, prices) live here, in the
 shop's own data. The model may ask for a draft; it never supplies a price and
@@ -25,7 +25,6 @@ __all__ = [
     "ProductArguments",
     "build_tools",
     "draft_order",
-    "find_product",
     "replenishment_need",
     "stock_report",
     "supplier_quote",

@@ -1,4 +1,4 @@
-"""Chapter 7's skills: packaged know-how that can narrow what a run may do, and never widen it.
+"""Partly printed, in chapter 7: skills, packaged know-how that can narrow a run and never widen it.
 
 A skill is a folder holding `SKILL.md`: YAML front matter between two `---`
 lines (`name`, `description`, optionally `allowed-tools`), then Markdown

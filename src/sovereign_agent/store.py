@@ -1,4 +1,4 @@
-"""Chapters 5 and 6's store: Lucy's shop in one SQLite file that outlives any process.
+"""Printed in chapters 5 and 6: the store, Lucy's shop in one SQLite file that outlives any process.
 
 The dict of chapters 1 to 3 lived and died with one process. Here the stock,
 the prices, the deliveries and the saved drafts live in a database file: a

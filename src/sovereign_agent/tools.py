@@ -1,4 +1,4 @@
-"""Chapter 2's tool layer: the only door between a model's request and the shop.
+"""Printed in chapters 2, 4 and 7: the tool layer, the only door from a model's request to the shop.
 
 A model never runs anything. It sends a request envelope (`ToolCall`); the
 `Dispatcher` decides, in a fixed order of checks, whether that request reaches a
@@ -41,7 +41,6 @@ __all__ = [
     "ArgumentProblem",
     "Dispatcher",
     "ExecutableTool",
-    "FailureStage",
     "Narrow",
     "Narrowing",
     "Observation",
@@ -49,7 +48,6 @@ __all__ = [
     "ToolCall",
     "ToolFailure",
     "ToolOutcome",
-    "expected_value",
     "parameters_schema",
     "safe_hints",
 ]

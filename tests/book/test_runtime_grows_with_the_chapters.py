@@ -115,3 +115,53 @@ def test_a_name_redefined_by_a_later_chapter_is_held_to_the_later_version() -> N
     ):
         earlier = definitions(TEXTBOOK / learner)
         assert earlier["replenishment_need"] != LATEST["replenishment_need"].tree
+
+
+# Every runtime module says in its docstring's first words whether the book
+# prints it, and which chapters; the words are held to the check above, so a
+# reader of `src/sovereign_agent` can trust them: "Printed in chapters ..." when
+# every top-level definition is a chapter's, "Partly printed, in chapters ..."
+# when some are and the rest is support, "Support the book does not print"
+# when none is.
+def chapters_in_words(chapters: list[int]) -> str:
+    words = [str(number) for number in chapters]
+    if len(words) == 1:
+        return f"chapter {words[0]}"
+    return f"chapters {', '.join(words[:-1])} and {words[-1]}"
+
+
+def expected_opening(module: Path) -> str:
+    names = definitions(module)
+    taught = sorted({LATEST[name].chapter for name in names if name in LATEST})
+    if not taught:
+        return "Support the book does not print:"
+    partly = any(name not in LATEST for name in names)
+    return f"{'Partly printed, in' if partly else 'Printed in'} {chapters_in_words(taught)}:"
+
+
+RUNTIME_MODULES = sorted(RUNTIME.rglob("*.py"))
+
+
+@pytest.mark.parametrize(
+    "module", RUNTIME_MODULES, ids=[str(m.relative_to(RUNTIME)) for m in RUNTIME_MODULES]
+)
+def test_every_runtime_module_opens_by_saying_whether_the_book_prints_it(module: Path) -> None:
+    docstring = ast.get_docstring(ast.parse(module.read_text(encoding="utf-8"))) or ""
+    expected = expected_opening(module)
+    assert docstring.startswith(expected), (
+        f"{module.relative_to(ROOT)}: its docstring must open with {expected!r}, "
+        "as the learner files say (a later chapter that prints one of its "
+        "definitions changes which chapters these are)"
+    )
+
+
+def test_the_three_openings_are_each_in_use() -> None:
+    # Guards the test above: a rule that always expects the same words would pass on
+    # a runtime where every docstring was written to that one line.
+    openings = {expected_opening(module).split(" chapter")[0] for module in RUNTIME_MODULES}
+    assert openings == {
+        "Printed in",
+        "Partly printed, in",
+        "Support the book does not print:",
+    }
+    assert expected_opening(RUNTIME / "tools.py") == "Printed in chapters 2, 4 and 7:"

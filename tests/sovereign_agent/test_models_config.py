@@ -10,8 +10,6 @@ from hypothesis import strategies as st
 from provider_stub import ANTHROPIC_ROUTE, OPENAI_ROUTE, ProviderStub, anthropic_text, openai_text
 
 from sovereign_agent.models import (
-    RECORDED_LABEL,
-    RECORDED_MORNING_BRIEF,
     AnthropicClient,
     AssistantMessage,
     ModelClient,
@@ -22,6 +20,7 @@ from sovereign_agent.models import (
     UserMessage,
     model_from_env,
 )
+from sovereign_agent.models.recorded import RECORDED_LABEL, RECORDED_MORNING_BRIEF
 
 KEY = "secret-token-config-31bb"
 HI = [UserMessage(content="hi")]

@@ -36,11 +36,10 @@ from sovereign_agent.models import (
     ModelResponseError,
     ModelUnavailableError,
     OpenAICompatibleClient,
-    Secret,
     UserMessage,
 )
-from sovereign_agent.models._redact import MIN_END, MIN_FRAGMENT, printable_line
-from sovereign_agent.models.http import display_url, parse_retry_after
+from sovereign_agent.models.http import Secret, display_url, parse_retry_after
+from sovereign_agent.redaction import MIN_END, MIN_FRAGMENT, printable_line
 
 KEY = "secret-token-http-77aa"
 HI = [UserMessage(content="hi")]

@@ -26,9 +26,11 @@ from provider_stub import (
     openai_tool_calls,
 )
 
+from sovereign_agent import redaction
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import AnthropicClient, ModelReply, OpenAICompatibleClient
 from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.redaction import MIN_END, printable_line
 from sovereign_agent.shop import ProductArguments, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool
 from sovereign_agent.trace import read_trace
@@ -251,13 +253,29 @@ def spellings(text: str) -> set[bytes]:
     return spelled
 
 
+def ascii_lower(text: str) -> str:
+    return "".join(char.lower() if char.isascii() else char for char in text)
+
+
+def pieces_to_hide(secret: str) -> set[str]:
+    """The clients' rule, written out: every MIN_SECRET_FRAGMENT run and the two MIN_END ends."""
+    key = ascii_lower(secret)
+    if len(key) <= MIN_SECRET_FRAGMENT:
+        return {key}
+    return {
+        *(key[i : i + MIN_SECRET_FRAGMENT] for i in range(len(key) - MIN_SECRET_FRAGMENT + 1)),
+        key[:MIN_END],
+        key[-MIN_END:],
+    }
+
+
 def holds_a_fragment(line: bytes, secrets: list[str]) -> bool:
-    """The plain search: every fragment of every secret, in every spelling."""
+    """The plain search: every piece of every secret, in every spelling, in any ASCII case."""
     return any(
-        spelling in line
+        spelling.lower() in line.lower()
         for secret in secrets
-        for fragment in fragments(secret)
-        for spelling in spellings(fragment)
+        for piece in pieces_to_hide(secret)
+        for spelling in spellings(piece)
     )
 
 
@@ -287,7 +305,9 @@ def lines_quoting(draw: st.DrawFn, secrets: list[str]) -> bytes:
             # Mostly about a fragment long: the pieces where a search that
             # misses a position would answer wrongly.
             length = st.integers(MIN_SECRET_FRAGMENT - 4, MIN_SECRET_FRAGMENT + 1)
-            pieces.append(secret[start : start + draw(length | st.integers(0, len(secret)))])
+            piece = secret[start : start + draw(length | st.integers(0, len(secret)))]
+            # A server may echo a key in another case; the search must not care.
+            pieces.append(piece.swapcase() if draw(st.booleans()) else piece)
     write = draw(line_writers())
     line: bytes = write({"event": "model_reply", "content": "".join(pieces)})  # type: ignore[operator]
     return line
@@ -314,3 +334,33 @@ def test_a_secret_of_any_characters_is_found_in_a_line_either_encoder_wrote(
 ) -> None:
     line = write({"event": "model_reply", "content": before + secret + after})  # type: ignore[operator]
     assert holds_secret(line, [secret])
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(CHARACTERS, max_size=40), cut=st.integers(0, len(KEY)), flip=st.booleans())
+def test_the_trace_and_the_clients_hide_a_key_by_one_rule(text: str, cut: int, flip: bool) -> None:
+    quoted = KEY.swapcase() if flip else KEY
+    message = f"{text[:20]}{quoted[:cut]} {quoted[cut:]}{text[20:]}"
+    # A reader's one line differs only in what it does to newlines and controls.
+    shown = printable_line(message, [KEY], limit=10_000)
+    assert redact({"m": message}, [KEY])["m"] == redaction.redact(message, [KEY])
+    assert printable_line(redaction.redact(message, [KEY]), [KEY], limit=10_000) == shown
+
+
+def test_a_key_upper_cased_or_cut_to_its_ends_never_reaches_the_trace(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    hint = f"{KEY[:4].upper()}...{KEY[-4:].upper()}"
+    run_task(
+        ScriptedModel(PLAN),
+        build_tools(SHOP),
+        f"Plan. The supplier's hint for the key was {hint}, the key {KEY.upper()}.",
+        max_steps=6,
+        max_tool_calls=8,
+        recorder=recorder_from_env({"SOVEREIGN_TRACE": str(trace), "SUPPLIER_API_KEY": KEY}),
+    )
+    (run,) = read_trace(trace)
+    assert run.started.task == "Plan. The supplier's hint for the key was ***...***, the key ***."
+    lowered = trace.read_text(encoding="utf-8").lower()
+    assert not [piece for piece in pieces_to_hide(KEY) if piece in lowered]

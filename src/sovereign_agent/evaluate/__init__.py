@@ -1,4 +1,4 @@
-"""Chapter 4's evaluation: many runs of a suite of tasks, measured, instead of one demo watched.
+"""Support the book does not print: chapter 4's evaluation, many runs of a suite of tasks, measured.
 
 - `suite`: the TOML suite (the shop, the planted slips, the variants, the tasks
   and their expectations), checked with errors that name the file and the key;

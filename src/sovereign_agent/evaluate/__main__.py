@@ -1,4 +1,4 @@
-"""`python -m sovereign_agent.evaluate SUITE.toml`: run a suite, print its figures per variant.
+"""Support the book does not print: `python -m sovereign_agent.evaluate`, a suite's figures.
 
     python -m sovereign_agent.evaluate SUITE.toml --repeat N --seed S [--json FILE] [--quiet]
 

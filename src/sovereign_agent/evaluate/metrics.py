@@ -1,4 +1,4 @@
-"""What a run is measured by: its calls and codes, invalid choices, recoveries, confusions.
+"""Partly printed, in chapters 3 and 4: what a run is measured by (calls, codes, recoveries).
 
 Each measure is read from the run record alone (the transcript), so it means
 the same thing for the offline stand-in and for a real model.

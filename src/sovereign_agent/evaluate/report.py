@@ -1,4 +1,4 @@
-"""An evaluation's results as the command prints them, and as JSON for other tools.
+"""Support the book does not print: an evaluation's results as the command prints them, and as JSON.
 
 Everything printed is computed from the runs, with fixed formats and in the
 suite's order, so the same seed prints the same bytes.

@@ -1,4 +1,4 @@
-"""Running a suite: every variant, every task, every repeat; each run checked and measured.
+"""Support the book does not print: every variant, task and repeat of a suite, run and measured.
 
 Runs are independent: each gets its own copy of the shop, its own model, and
 (offline) its own random generator, seeded from the suite's seed, the task

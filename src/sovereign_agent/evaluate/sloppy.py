@@ -1,4 +1,4 @@
-"""The offline stand-in for a model: it does the re-order job, chooses tools by their words, slips.
+"""Support the book does not print: an offline stand-in for a model that chooses tools by words.
 
 It is not a model and makes no claim to behave like one. It exists so that
 an evaluation can run offline, and give the same numbers for the same seed,

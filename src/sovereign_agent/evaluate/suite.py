@@ -1,4 +1,4 @@
-"""An evaluation suite in TOML: the shop, the planted slips, the variants to compare, the tasks.
+"""Support the book does not print: an evaluation suite in TOML (shop, slips, variants, tasks).
 
     name = "Lucy's morning re-order"
     max_steps = 6

@@ -1,4 +1,4 @@
-"""The shop's tools as a variant asks for them: full descriptions, names only, or shuffled.
+"""Support the book does not print: the shop's tools with full, emptied or shuffled descriptions.
 
 A factory with JSON arguments, like `build_tools`, and it records its own
 setup, so a run traced during an evaluation replays like any other.

@@ -1,4 +1,4 @@
-"""Chapter 1's model layer: neutral messages and clients that speak them."""
+"""Support the book does not print: chapter 1's model layer, neutral messages and their clients."""
 
 from sovereign_agent.models.anthropic import AnthropicClient
 from sovereign_agent.models.base import (
@@ -10,7 +10,7 @@ from sovereign_agent.models.base import (
     ModelUnavailableError,
 )
 from sovereign_agent.models.config import MODEL_VARIABLE, model_from_env
-from sovereign_agent.models.http import HTTPSettings, Secret
+from sovereign_agent.models.http import HTTPSettings
 from sovereign_agent.models.messages import (
     AssistantMessage,
     AssistantToolCall,
@@ -23,19 +23,14 @@ from sovereign_agent.models.messages import (
 )
 from sovereign_agent.models.offline import ScriptedModel, ScriptStep
 from sovereign_agent.models.openai_compat import OpenAICompatibleClient
-from sovereign_agent.models.recorded import (
-    RECORDED_LABEL,
-    RECORDED_MORNING_BRIEF,
-    recorded_morning_brief_model,
-)
+from sovereign_agent.models.provider import HTTPModelClient
 
 __all__ = [
     "MODEL_VARIABLE",
-    "RECORDED_LABEL",
-    "RECORDED_MORNING_BRIEF",
     "AnthropicClient",
     "AssistantMessage",
     "AssistantToolCall",
+    "HTTPModelClient",
     "HTTPSettings",
     "Message",
     "ModelClient",
@@ -48,11 +43,9 @@ __all__ = [
     "OpenAICompatibleClient",
     "ScriptStep",
     "ScriptedModel",
-    "Secret",
     "SystemMessage",
     "ToolMessage",
     "Usage",
     "UserMessage",
     "model_from_env",
-    "recorded_morning_brief_model",
 ]

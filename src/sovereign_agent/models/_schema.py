@@ -1,4 +1,4 @@
-"""Reading the neutral tool schema and a provider's reply: helpers both clients share."""
+"""Support the book does not print: reading the neutral tool schema and a provider's reply."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ from typing import Any, TypeGuard
 
 from sovereign_agent.models.base import ModelResponseError
 from sovereign_agent.models.messages import Usage
-
-__all__ = ["function_parts", "malformed", "token_usage"]
 
 
 def function_parts(tool: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""One HTTP attempt that ends by a deadline, however slowly the server answers.
+"""Support the book does not print: one HTTP attempt that ends by a deadline, however slow a server.
 
 A socket timeout bounds each wait for bytes, not the whole reply: a server
 that sends one byte just before every timeout would hold a call for as long as
@@ -22,8 +22,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer, WriteableBuffer
-
-__all__ = ["open_before"]
 
 
 def _time_left(deadline: float) -> float:

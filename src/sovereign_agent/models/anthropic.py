@@ -1,4 +1,4 @@
-"""A client for the Anthropic Messages API.
+"""Support the book does not print: a client for the Anthropic Messages API.
 
 The same neutral conversation, in a different dialect: system text moves to a
 top-level field, tool calls and tool results become content blocks, and a
@@ -14,14 +14,7 @@ from typing import Any
 
 from sovereign_agent.models._schema import function_parts, malformed, token_usage
 from sovereign_agent.models.base import ModelConfigurationError
-from sovereign_agent.models.http import (
-    HTTPSettings,
-    Secret,
-    check_base_url,
-    display_url,
-    post_json,
-    read_api_key,
-)
+from sovereign_agent.models.http import HTTPSettings
 from sovereign_agent.models.messages import (
     AssistantMessage,
     AssistantToolCall,
@@ -31,15 +24,9 @@ from sovereign_agent.models.messages import (
     ToolMessage,
     UserMessage,
 )
+from sovereign_agent.models.provider import HTTPModelClient
 
-__all__ = [
-    "ANTHROPIC_DEFAULT_BASE_URL",
-    "ANTHROPIC_VERSION",
-    "AnthropicClient",
-    "anthropic_request",
-    "anthropic_tools",
-    "parse_message",
-]
+__all__ = ["ANTHROPIC_DEFAULT_BASE_URL", "AnthropicClient"]
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 # The API version this client's request and reply shapes were written against.
@@ -173,8 +160,14 @@ def parse_message(payload: dict[str, Any], *, source: str, model: str) -> ModelR
     )
 
 
-class AnthropicClient:
+class AnthropicClient(HTTPModelClient):
     """Talks the Messages API. A key is always required: the API has no anonymous use."""
+
+    provider = "anthropic"
+    client_name = "the Anthropic client"
+    key_variable = "ANTHROPIC_API_KEY"
+    base_url_variable = "ANTHROPIC_BASE_URL"
+    path = "/v1/messages"
 
     def __init__(
         self,
@@ -186,32 +179,16 @@ class AnthropicClient:
         settings: HTTPSettings | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not model.strip():
-            raise ModelConfigurationError("the Anthropic client needs a model name")
+        self.max_tokens = max_tokens
+        super().__init__(model, api_key=api_key, base_url=base_url, settings=settings, sleep=sleep)
+
+    def _check_options(self) -> None:
+        max_tokens = self.max_tokens
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ModelConfigurationError("max_tokens must be a positive whole number")
-        self.model = model
-        self.base_url = check_base_url(base_url, variable="ANTHROPIC_BASE_URL")
-        key = read_api_key(api_key, variable="ANTHROPIC_API_KEY")
-        if key is None:
-            raise ModelConfigurationError(
-                "ANTHROPIC_API_KEY is not set; the Anthropic API needs a key "
-                "(or use SOVEREIGN_MODEL=offline)"
-            )
-        self._key: Secret = key
-        self.max_tokens = max_tokens
-        self.settings = settings or HTTPSettings()
-        self._sleep = sleep
 
-    @property
-    def label(self) -> str:
-        return f"anthropic:{self.model} at {display_url(self.base_url)}"
-
-    def __repr__(self) -> str:
-        return (
-            f"AnthropicClient(model={self.model!r}, "
-            f"base_url={display_url(self.base_url)!r}, api_key=<hidden>)"
-        )
+    def key_needed(self) -> str | None:
+        return "the Anthropic API needs a key"
 
     def request_body(
         self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
@@ -226,16 +203,9 @@ class AnthropicClient:
             body["tools"] = anthropic_tools(tools)
         return body
 
-    def complete(
-        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
-    ) -> ModelReply:
-        url = f"{self.base_url}/v1/messages"
-        payload = post_json(
-            url,
-            self.request_body(messages, tools=tools),
-            headers={"x-api-key": self._key.reveal(), "anthropic-version": ANTHROPIC_VERSION},
-            settings=self.settings,
-            secrets=(self._key.reveal(),),
-            sleep=self._sleep,
-        )
-        return parse_message(payload, source=display_url(url), model=self.model)
+    def headers(self, key: str | None) -> dict[str, str]:
+        # `key_needed` made sure at construction that there is one.
+        return {"x-api-key": key or "", "anthropic-version": ANTHROPIC_VERSION}
+
+    def parse_reply(self, payload: dict[str, Any], *, source: str) -> ModelReply:
+        return parse_message(payload, source=source, model=self.model)

@@ -1,4 +1,4 @@
-"""The one interface every model client implements, and the errors it may raise."""
+"""Support the book does not print: the interface every model client implements, and its errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Choosing a model from the environment, so the same script runs offline or against a provider.
+"""Support the book does not print: the model the environment names, offline unless it names one.
 
     SOVEREIGN_MODEL = offline (the default) | openai:<model> | anthropic:<model>
     OPENAI_BASE_URL, OPENAI_API_KEY         for openai:<model>

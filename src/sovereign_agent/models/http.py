@@ -1,4 +1,4 @@
-"""The one HTTP door every provider client goes through.
+"""Support the book does not print: the one HTTP door every provider client goes through.
 
 Built on the standard library's `urllib` on purpose: the runtime's required
 dependencies stay Pydantic alone, so a reader who installed the book installs
@@ -29,7 +29,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sovereign_agent.models._redact import printable_line
 from sovereign_agent.models._transport import open_before
 from sovereign_agent.models.base import (
     ModelConfigurationError,
@@ -38,16 +37,9 @@ from sovereign_agent.models.base import (
     ModelResponseError,
     ModelUnavailableError,
 )
+from sovereign_agent.redaction import printable_line
 
-__all__ = [
-    "HTTPSettings",
-    "Secret",
-    "check_base_url",
-    "display_url",
-    "parse_retry_after",
-    "post_json",
-    "read_api_key",
-]
+__all__ = ["HTTPSettings"]
 
 logger = logging.getLogger("sovereign_agent.models")
 

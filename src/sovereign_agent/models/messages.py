@@ -1,4 +1,4 @@
-"""Provider-neutral conversation records.
+"""Support the book does not print: provider-neutral conversation records.
 
 Every provider speaks its own dialect; the rest of the runtime speaks only
 these types. Clients translate at the edge, so the agent loop of chapter 3

@@ -1,4 +1,4 @@
-"""The offline default: a model whose replies come from a script.
+"""Support the book does not print: the offline default, a model whose replies come from a script.
 
 Deterministic, free, and needing no network or key, so that CI and a reader
 on a train get the book's exact output. Its label says it is offline wherever

@@ -1,4 +1,4 @@
-"""A client for the OpenAI Chat Completions API, and every local server that copies it.
+"""Support the book does not print: a client for OpenAI Chat Completions and servers copying it.
 
 Ollama, vLLM and the llama.cpp server all answer `POST {base_url}/chat/completions`
 in this shape, so one client covers a paid provider and a model on your own
@@ -14,14 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sovereign_agent.models._schema import function_parts, malformed, token_usage
-from sovereign_agent.models.base import ModelConfigurationError
-from sovereign_agent.models.http import (
-    HTTPSettings,
-    check_base_url,
-    display_url,
-    post_json,
-    read_api_key,
-)
+from sovereign_agent.models.http import HTTPSettings
 from sovereign_agent.models.messages import (
     AssistantMessage,
     AssistantToolCall,
@@ -31,14 +24,9 @@ from sovereign_agent.models.messages import (
     ToolMessage,
     UserMessage,
 )
+from sovereign_agent.models.provider import HTTPModelClient
 
-__all__ = [
-    "OPENAI_DEFAULT_BASE_URL",
-    "OpenAICompatibleClient",
-    "openai_messages",
-    "openai_tools",
-    "parse_chat_completion",
-]
+__all__ = ["OPENAI_DEFAULT_BASE_URL", "OpenAICompatibleClient"]
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -140,7 +128,7 @@ def _is_openai(base_url: str) -> bool:
     return urllib.parse.urlsplit(base_url).hostname == "api.openai.com"
 
 
-class OpenAICompatibleClient:
+class OpenAICompatibleClient(HTTPModelClient):
     """Talks Chat Completions to OpenAI or to a local server with the same API.
 
     The key is required for api.openai.com and optional anywhere else: Ollama
@@ -148,6 +136,12 @@ class OpenAICompatibleClient:
     them to paste keys where none is needed. With no key, no Authorization
     header is sent at all.
     """
+
+    provider = "openai"
+    client_name = "the OpenAI-compatible client"
+    key_variable = "OPENAI_API_KEY"
+    base_url_variable = "OPENAI_BASE_URL"
+    path = "/chat/completions"
 
     def __init__(
         self,
@@ -158,29 +152,10 @@ class OpenAICompatibleClient:
         settings: HTTPSettings | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not model.strip():
-            raise ModelConfigurationError("the OpenAI-compatible client needs a model name")
-        self.model = model
-        self.base_url = check_base_url(base_url, variable="OPENAI_BASE_URL")
-        self._key = read_api_key(api_key, variable="OPENAI_API_KEY")
-        if self._key is None and _is_openai(self.base_url):
-            raise ModelConfigurationError(
-                "OPENAI_API_KEY is not set; api.openai.com needs a key "
-                "(or use SOVEREIGN_MODEL=offline)"
-            )
-        self.settings = settings or HTTPSettings()
-        self._sleep = sleep
+        super().__init__(model, api_key=api_key, base_url=base_url, settings=settings, sleep=sleep)
 
-    @property
-    def label(self) -> str:
-        return f"openai:{self.model} at {display_url(self.base_url)}"
-
-    def __repr__(self) -> str:
-        key = "<hidden>" if self._key else "<none>"
-        return (
-            f"OpenAICompatibleClient(model={self.model!r}, "
-            f"base_url={display_url(self.base_url)!r}, api_key={key})"
-        )
+    def key_needed(self) -> str | None:
+        return "api.openai.com needs a key" if _is_openai(self.base_url) else None
 
     def request_body(
         self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
@@ -191,21 +166,8 @@ class OpenAICompatibleClient:
             body["tools"] = openai_tools(tools)
         return body
 
-    def complete(
-        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
-    ) -> ModelReply:
-        url = f"{self.base_url}/chat/completions"
-        headers: dict[str, str] = {}
-        secrets: tuple[str, ...] = ()
-        if self._key is not None:
-            headers["Authorization"] = f"Bearer {self._key.reveal()}"
-            secrets = (self._key.reveal(),)
-        payload = post_json(
-            url,
-            self.request_body(messages, tools=tools),
-            headers=headers,
-            settings=self.settings,
-            secrets=secrets,
-            sleep=self._sleep,
-        )
-        return parse_chat_completion(payload, source=display_url(url), model=self.model)
+    def headers(self, key: str | None) -> dict[str, str]:
+        return {} if key is None else {"Authorization": f"Bearer {key}"}
+
+    def parse_reply(self, payload: dict[str, Any], *, source: str) -> ModelReply:
+        return parse_chat_completion(payload, source=source, model=self.model)

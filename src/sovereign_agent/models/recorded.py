@@ -1,4 +1,4 @@
-"""Chapter 1's recorded example: the reply the offline default gives to the morning brief.
+"""Support the book does not print: chapter 1's recorded reply to the morning brief.
 
 A recording, not a model: it says the same words whatever it is sent. That is
 why its label says so, and why a second call fails instead of repeating it.

@@ -1,4 +1,4 @@
-"""`python -m sovereign_agent.trace`: replay a recorded run offline, or count its failures by class.
+"""Support the book does not print: `python -m sovereign_agent.trace`, replay or count a trace.
 
     python -m sovereign_agent.trace replay TRACE.jsonl [--run ID] [--setup REF]
     python -m sovereign_agent.trace summary TRACE.jsonl

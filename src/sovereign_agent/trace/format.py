@@ -1,4 +1,4 @@
-"""The trace format, version 1: what each line of a trace file holds, and how it is read back.
+"""Partly printed, in chapter 4: the trace format (version 1), what each line holds, how it is read.
 
 A trace is JSON Lines: one event per line, appended as the run goes. Every
 event carries the format version (`v`), the id of its run (`run`), its number
@@ -26,7 +26,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 __all__ = [
-    "EVENT_KINDS",
     "FORMAT_VERSION",
     "ModelReplyEvent",
     "ModelRequestEvent",
@@ -39,7 +38,6 @@ __all__ = [
     "ToolOutcomeEvent",
     "TraceEvent",
     "TraceFormatError",
-    "parse_event",
     "parse_trace",
     "read_trace",
     "schema_fingerprint",

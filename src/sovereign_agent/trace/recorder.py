@@ -1,4 +1,4 @@
-"""Writing a run down as it happens: the recorder `run_task` talks to, and where its events go.
+"""Support the book does not print: the recorder `run_task` talks to, and where its events go.
 
 `run_task` tells its recorder six things, in the loop's order: a run started,
 the model is asked, the model replied, a call is taken up, a call's outcome,
@@ -9,10 +9,12 @@ Without a sink it returns at once, so a run nobody traces pays next to nothing.
 
 `SOVEREIGN_TRACE=path.jsonl` gives every run a sink that appends to that file,
 one line per event (see `JsonLinesFile` for when the lines reach the disk).
-What a trace must never hold is an API key: no eight characters in a row of
-the value of any variable named `*_API_KEY`, `*_TOKEN`, `*_SECRET` or
-`*_PASSWORD` are written; and since a provider's error text may quote a
-shorter piece of a key, only a model error's class is written, never its words.
+What a trace must never hold is an API key. The value of any variable named
+`*_API_KEY`, `*_TOKEN`, `*_SECRET` or `*_PASSWORD` is hidden by the rule the
+model clients use (`sovereign_agent.redaction`): no six characters in a row of
+it, in any letter case, nor its first or last four, are written. And since a
+provider's error text may quote a key in ways no rule foresees, only a model
+error's class is written, never its words.
 """
 
 from __future__ import annotations
@@ -27,46 +29,63 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pydantic_core
 
 from sovereign_agent.models import AssistantToolCall, Message, ModelClient, ModelReply
+from sovereign_agent.redaction import MIN_END, MIN_FRAGMENT, fold_case, secret_pieces
+from sovereign_agent.redaction import redact as redact_text
 from sovereign_agent.tools import Dispatcher, Narrowing, ToolOutcome
 from sovereign_agent.trace.format import FORMAT_VERSION, schema_fingerprint
 
-if TYPE_CHECKING:
-    # Only for the annotation: the loop imports this module, not the other way round.
-    from sovereign_agent.loop import RunRecord
-
 __all__ = [
-    "MIN_SECRET_FRAGMENT",
     "TRACE_VARIABLE",
-    "WRITE_EVERY_S",
+    "FinishedRun",
     "JsonLinesFile",
     "Recorder",
     "Sink",
-    "TraceFile",
     "TraceWriteError",
     "encode_event",
-    "holds_secret",
     "recorder_from_env",
-    "redact",
-    "secrets_from_env",
-    "trace_file",
 ]
 
 TRACE_VARIABLE = "SOVEREIGN_TRACE"
-# A key is redacted wherever any run of this many of its characters appears.
-# Shorter pieces (a provider's "...a1b2") are kept out another way: the
-# provider's error text is never written at all.
-MIN_SECRET_FRAGMENT = 8
+# A key is redacted by the clients' rule (`sovereign_agent.redaction`): any run
+# of this many of its characters, and its ends. A variable's value shorter than
+# this is not taken for a key: masking "true" or "1" everywhere garbles a trace.
+# A provider's error text is never written at all: it may quote a key in ways
+# no rule foresees.
+MIN_SECRET_FRAGMENT = MIN_FRAGMENT
 _SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-_REDACTED = "***"
 # The longest a trace file may lag behind a run that is waiting on its model.
 WRITE_EVERY_S = 1.0
 
 Sink = Callable[[dict[str, Any]], None]
+
+
+class FinishedRun(Protocol):
+    """What the recorder reads from a finished run: the fields `RunRecord` has.
+
+    A protocol, not the loop's class: the loop imports this module to tell it
+    what happens, so this module importing the loop, even for an annotation,
+    would make the two depend on each other. The recorder sits below the loop.
+    """
+
+    @property
+    def stop_reason(self) -> str: ...
+    @property
+    def answer(self) -> str | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def requested(self) -> Sequence[str]: ...
+    @property
+    def executed(self) -> Sequence[str]: ...
+    @property
+    def refused(self) -> Sequence[tuple[str, str]]: ...
 
 
 class TraceWriteError(Exception):
@@ -125,97 +144,72 @@ def _spellings(text: str) -> tuple[bytes, ...]:
     beyond ASCII as UTF-8 and escapes only what JSON requires; the standard
     library's, used for a line Pydantic cannot encode, escapes everything
     beyond ASCII. A piece with a quote and an accent in it is spelled
-    differently by each, and differently from the piece's own UTF-8.
+    differently by each, and differently from the piece's own UTF-8. Both
+    encoders write their escapes in lower case, so a spelling, folded to lower
+    case like the line it is looked for in, is found whatever the case of the
+    letters the line holds.
     """
-    spelled = [json.dumps(text)[1:-1].encode("ascii")]
+    spelled = [json.dumps(text)[1:-1].encode("ascii").lower()]
     # A lone surrogate Pydantic cannot encode: a line holding it is the standard library's.
     with contextlib.suppress(pydantic_core.PydanticSerializationError):
-        spelled.append(pydantic_core.to_json(text)[1:-1])
+        spelled.append(pydantic_core.to_json(text)[1:-1].lower())
     return tuple(dict.fromkeys(spelled))
 
 
-def _pieces(secrets: tuple[str, ...], length: int, stride: int) -> tuple[str, ...]:
-    return tuple(
-        dict.fromkeys(
-            secret[start : start + length]
-            for secret in secrets
-            for start in range(0, len(secret) - length + 1, stride)
-        )
-    )
-
-
 @functools.lru_cache(maxsize=32)
-def _fragments(secrets: tuple[str, ...]) -> tuple[str, ...]:
-    return _pieces(secrets, MIN_SECRET_FRAGMENT, 1)
-
-
-@functools.lru_cache(maxsize=32)
-def _spelled_fragments(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
-    return tuple(
-        dict.fromkeys(spelling for piece in _fragments(secrets) for spelling in _spellings(piece))
-    )
-
-
-# Every run of MIN_SECRET_FRAGMENT characters of a secret holds a run of
-# _ANCHOR of them that starts at a multiple of _ANCHOR_STRIDE: five positions
-# in a row always hold one multiple of five, and four characters from any of
-# them still end inside the eight. A line that holds none of these anchors
-# holds no fragment, and a fifth as many searches say so.
-_ANCHOR = 4
-_ANCHOR_STRIDE = MIN_SECRET_FRAGMENT - _ANCHOR + 1
-
-
-@functools.lru_cache(maxsize=32)
-def _spelled_anchors(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
+def _spelled_pieces(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
     return tuple(
         dict.fromkeys(
             spelling
-            for piece in _pieces(secrets, _ANCHOR, _ANCHOR_STRIDE)
+            for secret in secrets
+            for piece in sorted(secret_pieces(secret))
             for spelling in _spellings(piece)
         )
     )
 
 
+# Every run of MIN_FRAGMENT characters of a secret holds a run of _ANCHOR of
+# them that starts at a multiple of _ANCHOR_STRIDE: three positions in a row
+# always hold one multiple of three, and four characters from any of them still
+# end inside the six. A piece no longer than _ANCHOR (a key's ends, a short
+# key) is its own anchor. A line that holds none of these anchors holds no
+# piece, and a fraction of the searches say so.
+_ANCHOR = MIN_END
+_ANCHOR_STRIDE = MIN_FRAGMENT - _ANCHOR + 1
+
+
+@functools.lru_cache(maxsize=32)
+def _spelled_anchors(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
+    anchors: dict[str, None] = {}
+    for secret in secrets:
+        key = fold_case(secret)
+        for start in range(0, len(key) - _ANCHOR + 1, _ANCHOR_STRIDE):
+            anchors[key[start : start + _ANCHOR]] = None
+        for piece in secret_pieces(secret):
+            if len(piece) <= _ANCHOR:
+                anchors[piece] = None
+    return tuple(dict.fromkeys(spelling for piece in anchors for spelling in _spellings(piece)))
+
+
 def holds_secret(line: bytes, secrets: Sequence[str]) -> bool:
-    """Whether any `MIN_SECRET_FRAGMENT` characters in a row of a secret appear in `line`."""
+    """Whether `line` holds any piece of a secret that `redact` would hide, in either spelling."""
     key = tuple(secrets)
-    return any(anchor in line for anchor in _spelled_anchors(key)) and any(
-        fragment in line for fragment in _spelled_fragments(key)
+    # bytes.lower() folds ASCII letters only, as the rule does; UTF-8 bytes
+    # beyond ASCII are left as they are.
+    folded = line.lower()
+    return any(anchor in folded for anchor in _spelled_anchors(key)) and any(
+        piece in folded for piece in _spelled_pieces(key)
     )
 
 
-def _redact_text(text: str, fragments: tuple[str, ...]) -> str:
-    # Every stretch of text covered by fragments, overlapping or touching, goes
-    # as a whole: replacing fragment by fragment would leave a key's last few
-    # characters behind, the very ones providers print to identify a key.
-    covered: list[tuple[int, int]] = []
-    for fragment in fragments:
-        start = text.find(fragment)
-        while start != -1:
-            covered.append((start, start + len(fragment)))
-            start = text.find(fragment, start + 1)
-    if not covered:
-        return text
-    pieces, end = [], 0
-    for start, stop in sorted(covered):
-        if start > end:
-            pieces += [text[end:start], _REDACTED]
-        elif not pieces:
-            pieces.append(_REDACTED)
-        end = max(end, stop)
-    pieces.append(text[end:])
-    return "".join(pieces)
-
-
 def redact(value: Any, secrets: Sequence[str]) -> Any:
-    """`value` with every run of `MIN_SECRET_FRAGMENT` characters of a secret replaced.
+    """`value` with every piece of a secret masked, by the rule of `sovereign_agent.redaction`.
 
     It works on the values, keys included, not on the JSON text, so a redacted
     event is still valid JSON whatever characters the secret holds.
     """
-    fragments = _fragments(tuple(secrets))
     if isinstance(value, str):
-        return _redact_text(value, fragments)
+        return redact_text(value, secrets)
     if isinstance(value, dict):
         return {redact(key, secrets): redact(item, secrets) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -628,7 +622,7 @@ class Recorder:
             }
         )
 
-    def run_finished(self, record: RunRecord) -> None:
+    def run_finished(self, record: FinishedRun) -> None:
         if self._sink is None:
             return
         self._sink(

@@ -1,4 +1,4 @@
-"""A recorded run again, offline, against today's runtime: does it still do what it did?
+"""Support the book does not print: a recorded run again, offline, against today's runtime.
 
 The model is not asked: a `ReplayModel` answers each request with the reply
 recorded for that step. Everything else is today's code: the dispatcher is

@@ -1,4 +1,4 @@
-"""The failure taxonomy: every refusal and every stop in a trace, counted by the layer that said no.
+"""Partly printed, in chapter 4: the failure taxonomy, every refusal and stop counted by its layer.
 
 A code tells the model what happened; a class tells the operator whom to ask.
 An unknown or hidden tool, invalid arguments and a malformed call are the

@@ -1,0 +1,99 @@
+"""Support the book does not print: the one rule for keeping a key out of what we show and write.
+
+A provider may echo the key it was sent ("invalid key sk-..."), whole, cut
+short or in another case; a careless tool may put one in its error; an
+operator may paste one into a task. The model clients (an error message for a
+reader) and the trace recorder (a line in a file) hide the same pieces of a
+key, by this module's rule:
+
+- every run of `MIN_FRAGMENT` characters of the key, and its first and last
+  `MIN_END` characters, which servers echo to identify a key ("sk-...a1b2");
+  a key no longer than `MIN_FRAGMENT` is hidden whole;
+- compared without regard to ASCII letter case (keys are ASCII; a server that
+  upper-cases what it echoes still echoes the key);
+- overlapping and touching pieces are hidden as one `MASK`, and the result is
+  searched again, so a mask beside a character of the text never spells a piece.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+
+__all__ = ["MASK", "MIN_END", "MIN_FRAGMENT", "printable_line", "redact"]
+
+MASK = "***"
+# A run of this many characters of a key is masked wherever it appears. Shorter
+# runs are ordinary text ("token", "-api") and masking them would garble
+# messages; six or more from a key are not text.
+MIN_FRAGMENT = 6
+# A key's first and last characters are what servers echo as a hint ("sk-...a1b2"),
+# so its ends are masked from this length on.
+MIN_END = 4
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def fold_case(text: str) -> str:
+    """`text` with ASCII letters in lower case: every index still points at the same character."""
+    return text.translate(_ASCII_LOWER)
+
+
+@functools.lru_cache(maxsize=64)
+def secret_pieces(secret: str) -> frozenset[str]:
+    """Every piece of `secret` the rule hides, case folded: its windows and its two ends."""
+    key = fold_case(secret)
+    if len(key) <= MIN_FRAGMENT:
+        return frozenset({key}) if key else frozenset()
+    windows = {key[i : i + MIN_FRAGMENT] for i in range(len(key) - MIN_FRAGMENT + 1)}
+    return frozenset(windows | {key[:MIN_END], key[-MIN_END:]})
+
+
+def _mask_once(text: str, pieces: frozenset[str]) -> str:
+    lowered = fold_case(text)
+    hidden = [False] * len(text)
+    for size in sorted({len(piece) for piece in pieces}):
+        for start in range(len(lowered) - size + 1):
+            if lowered[start : start + size] in pieces:
+                hidden[start : start + size] = [True] * size
+    if not any(hidden):
+        return text
+    kept: list[str] = []
+    for position, char in enumerate(text):
+        if not hidden[position]:
+            kept.append(char)
+        elif position == 0 or not hidden[position - 1]:
+            kept.append(MASK)
+    return "".join(kept)
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every piece of every secret masked (see the module's rule)."""
+    pieces = frozenset().union(*(secret_pieces(secret) for secret in secrets))
+    if not pieces:
+        return text
+    while True:
+        masked = _mask_once(text, pieces)
+        # Again while masking shortens the text: a mask next to a star of the
+        # text can spell a piece of a key holding stars. A key of three
+        # characters or fewer is masked once, as a mask could spell it forever.
+        if masked == text or len(masked) >= len(text):
+            return masked
+        text = masked
+
+
+def printable_line(text: str, secrets: Iterable[str], *, limit: int) -> str:
+    """Printable, on one line, redacted, at most `limit` characters.
+
+    Lone surrogates and control characters become U+FFFD: printing them would
+    raise `UnicodeEncodeError` or let a server write escape codes to the
+    reader's terminal. Masking comes before the cut, so no cut can leave a
+    longer piece of a key unmasked.
+    """
+    text = " ".join(
+        "".join(char if char.isprintable() else "\ufffd" for char in word) for word in text.split()
+    )
+    text = redact(text, secrets)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
