@@ -124,19 +124,19 @@ def test_anthropic_checkpoint_sends_the_snapshot_and_prints_the_servers_reply():
     [
         (
             {"SOVEREIGN_MODEL": "openai:gpt-4o-mini"},
-            "error: OPENAI_API_KEY is not set; api.openai.com needs a key "
+            "cannot start: OPENAI_API_KEY is not set; api.openai.com needs a key "
             "(or use SOVEREIGN_MODEL=offline)",
         ),
         (
             {"SOVEREIGN_MODEL": "mistral:large"},
-            "error: SOVEREIGN_MODEL='mistral:large' is not one of: "
+            "cannot start: SOVEREIGN_MODEL='mistral:large' is not one of: "
             "offline, openai:<model>, anthropic:<model>",
         ),
     ],
 )
-def test_configuration_errors_are_one_line_on_stderr_with_status_1(settings, message):
+def test_configuration_errors_are_one_line_on_stderr_with_status_2(settings, message):
     result = run(CHECKPOINT, **settings)
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == message + "\n"
 

@@ -69,12 +69,18 @@ def morning_brief(model: ModelClient, shop: dict) -> str:
 
 
 def main() -> None:
+    # Every checkpoint of the book fails the same two ways, each with one line
+    # on standard error and no traceback: a prerequisite missing before
+    # anything ran (here, a provider named but not configured) exits with 2,
+    # and a run that started and failed (the provider's call) exits with 1.
     try:
         model = model_from_env()
+    except ModelError as error:
+        print(f"cannot start: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    try:
         brief = morning_brief(model, SHOP)
     except ModelError as error:
-        # A model error is a message for the reader, not a bug report: one
-        # line, no traceback, and a non-zero status a shell script can test.
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(1) from None
     print(f"Morning brief from {model.label}")
