@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from morning_plan import ROOT
 
 from sovereign_agent.evaluate import SuiteError, load_suite
@@ -91,3 +94,39 @@ def test_the_help_gives_the_repeat_bound_and_its_reason() -> None:
     result = evaluate("--help")
     assert f"1 to {MAX_REPEAT}" in result.stdout
     assert "typo" in result.stdout
+
+
+def test_escapes_in_a_suites_names_are_printed_escaped(tmp_path: Path) -> None:
+    suite = tmp_path / "escapes.toml"
+    text = SUITE.read_text(encoding="utf-8")
+    suite.write_text(
+        text.replace('name = "full descriptions"', 'name = "full\\u001b[2J\\u202e"', 1),
+        encoding="utf-8",
+    )
+    result = evaluate(str(suite), "--repeat", "1")
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout + result.stderr
+    assert "\u202e" not in result.stdout + result.stderr
+    assert "full\\x1b[2J\\u202e" in result.stdout
+
+
+toml_texts = st.lists(
+    st.sampled_from(
+        ["[", "]", "{", "}", "a", " = ", "1", '"x"', ",", ".", "\n", "[[tasks]]", "[shop]"]
+    ),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(extra=toml_texts, depth=st.integers(0, 3_000))
+def test_any_suite_text_loads_or_is_one_suite_error(extra: str, depth: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        suite = Path(folder) / "s.toml"
+        nested = "n = " + "[" * depth + "]" * depth + "\n" if depth else ""
+        suite.write_text(nested + extra + "\n" + SUITE.read_text(encoding="utf-8"))
+        try:
+            load_suite(suite)
+        except SuiteError as error:
+            assert str(error).startswith(str(suite))
+            assert "\n" not in str(error)

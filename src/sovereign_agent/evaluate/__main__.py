@@ -132,8 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(printable(f"error: {error}"), file=sys.stderr)
         return 2
 
+    # Names in the report come from the suite's text: escaped like a trace's,
+    # so that a downloaded suite cannot send a terminal commands.
     def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        print(printable(line), file=sys.stderr, flush=True)
 
     results = run_suite(
         suite,
@@ -142,8 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         models=models,
         progress=None if options.quiet else progress,
     )
-    print("\n".join(_header(suite, options.suite, options.repeat, options.seed, real_model)))
-    print("\n".join(format_report(results)))
+    header = _header(suite, options.suite, options.repeat, options.seed, real_model)
+    print("\n".join(printable(line) for line in [*header, *format_report(results)]))
     if options.json is not None:
         document = {
             "suite": suite.name,
