@@ -32,6 +32,7 @@ from sovereign_agent.trace.__main__ import main
 from sovereign_agent.trace.inputs import MAX_DEPTH, printable
 from sovereign_agent.trace.recorder import encode_event
 from sovereign_agent.trace.replay import ReplaySetupError, replay_run
+from sovereign_agent.trace.setups import KNOWN_SETUPS
 
 SECRET = "secret-token-7c1e0f9a55d2"
 READ_NOTE = [
@@ -202,6 +203,27 @@ def test_the_person_replaying_still_chooses_their_own_setup(tmp_path: Path) -> N
     assert replay_run(run, setup=build_tools).divergence is None
     result = cli("replay", str(trace), "--setup", "sovereign_agent.shop:build_tools")
     assert result.returncode == 0, result.stderr
+
+
+def test_every_factory_that_records_a_setup_is_known_with_the_arguments_it_records() -> None:
+    """The list and the runtime cannot drift: a new factory must be added, or its runs refuse."""
+    from sovereign_agent.evaluate.variants import variant_tools
+    from sovereign_agent.skills import build_skill_tools
+
+    books = ROOT / "book/textbook"
+    built = [
+        build_tools(SHOP),
+        variant_tools(SHOP, {"SKU-VANILLA": 250}),
+        build_document_tools(SHOP, documents_root=str(books / "documents")),
+        build_skill_tools(SHOP, skills_root=str(books / "skills")),
+    ]
+    recorded = {d.setup.factory: d.setup for d in built if d.setup is not None}
+    assert sorted(recorded) == sorted(KNOWN_SETUPS)
+    for name, setup in recorded.items():
+        known = KNOWN_SETUPS[name]
+        assert set(setup.arguments) <= known.arguments, name
+        assert known.folders <= set(setup.arguments), name
+        assert known.factory().__name__ == name.rpartition(":")[2]
 
 
 def deep_line(depth: int) -> str:

@@ -51,8 +51,13 @@ class KnownSetup:
 
     def factory(self) -> Callable[..., Any]:
         # Imported when first needed: the module and the name are this
-        # runtime's constants, never text from the trace.
-        built: Callable[..., Any] = getattr(importlib.import_module(self.module), self.function)
+        # runtime's constants, never text from the trace. The skills module
+        # needs an optional extra, and says which when it is missing.
+        try:
+            module = importlib.import_module(self.module)
+        except ImportError as error:
+            raise ReplaySetupError(f"cannot build the setup: {error}") from None
+        built: Callable[..., Any] = getattr(module, self.function)
         return built
 
 
