@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
         "replay",
         help="re-run recorded runs against today's runtime; exit 1 at the first divergence",
         description="Re-run recorded runs against today's runtime with the recorded replies.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     replay.add_argument("trace", type=Path, metavar="TRACE.jsonl")
     replay.add_argument(
