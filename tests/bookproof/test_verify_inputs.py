@@ -159,3 +159,17 @@ def test_any_manifest_text_loads_or_fails_with_one_line_naming_the_file(
         message = str(error)
         assert message.startswith(str(manifest))
         assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    "nested",
+    ["x = " + "[" * 100_000 + "]" * 100_000, "x = " + "{a = " * 5_000 + "1" + "}" * 5_000],
+    ids=["array", "inline tables"],
+)
+def test_a_deeply_nested_manifest_is_a_one_line_usage_error(tmp_path: Path, nested: str) -> None:
+    manifest = tmp_path / "book.toml"
+    manifest.write_text(nested + "\n" + DRAFTED.format(text="ch.md"), encoding="utf-8")
+    completed = verify("--textbook", "--manifest", manifest)
+    assert_usage_error(
+        completed.stderr, completed.returncode, f"{manifest}: malformed TOML: nested too deeply"
+    )

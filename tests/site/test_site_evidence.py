@@ -64,3 +64,11 @@ def test_a_number_written_as_text_is_refused_not_converted(tmp_path: Path) -> No
     path.write_text(json.dumps({"chapters": [chapter]}), encoding="utf-8")
     with pytest.raises(ReportError, match=r"chapters\.0\.number"):
         load_report(path)
+
+
+@pytest.mark.parametrize("depth", [2_000, 100_000])
+def test_a_deeply_nested_report_is_refused_with_a_report_error(tmp_path: Path, depth: int) -> None:
+    path = tmp_path / "report.json"
+    path.write_text('{"chapters": ' + "[" * depth + "]" * depth + "}", encoding="utf-8")
+    with pytest.raises(ReportError, match="nested too deeply"):
+        load_report(path)

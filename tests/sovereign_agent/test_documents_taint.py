@@ -278,10 +278,11 @@ def test_a_document_run_replays_and_a_changed_note_diverges(tmp_path: Path) -> N
         recorder=Recorder(JsonLinesFile(trace)),
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("SOVEREIGN_")}
+    root = ["--root", str(tmp_path)]  # the notes lie under it
 
     def replay() -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "sovereign_agent.trace", "replay", str(trace)],
+            [sys.executable, "-m", "sovereign_agent.trace", "replay", str(trace), *root],
             capture_output=True,
             text=True,
             env=env,

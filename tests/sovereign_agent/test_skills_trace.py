@@ -155,8 +155,10 @@ run_task(model, build_skill_tools({SHOP!r}, skills_root={str(skills)!r}), "Stock
 
 
 def replay(trace: Path) -> subprocess.CompletedProcess[str]:
+    root = ["--root", str(trace.parent)]
     return subprocess.run(
-        [sys.executable, "-m", "sovereign_agent.trace", "replay", str(trace)],
+        # The skills folder lies beside the trace: the root the replay may read under.
+        [sys.executable, "-m", "sovereign_agent.trace", "replay", str(trace), *root],
         capture_output=True,
         text=True,
         timeout=120,

@@ -233,14 +233,14 @@ def test_a_defect_in_todays_code_is_reported_as_a_divergence(tmp_path: Path, set
     assert report.divergence.now == "ZeroDivisionError: the new version divides by zero"
 
 
-def test_a_setup_outside_the_runtime_is_not_called_on_the_traces_word(tmp_path: Path) -> None:
+def test_a_setup_replay_does_not_know_is_not_called_on_the_traces_word(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     record(trace, PLAN)
     edit(trace, lambda e: e.get("setup") and e["setup"].update(factory="subprocess:run"))
     result = cli("replay", str(trace))
     assert result.returncode == 2
-    assert "names the setup subprocess:run, outside sovereign_agent" in result.stderr
-    assert "--setup subprocess:run" in result.stderr
+    assert "names the setup subprocess:run, which replay does not know" in result.stderr
+    assert "--setup module:function" in result.stderr
 
 
 def test_a_trace_without_a_setup_asks_for_one(tmp_path: Path) -> None:

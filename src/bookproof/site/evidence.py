@@ -124,6 +124,9 @@ def load_report(path: Path) -> _Report:
         json.loads(raw)
     except json.JSONDecodeError as error:
         raise ReportError(f"{path}: the verifier report is not JSON: {error}") from None
+    except RecursionError:
+        # The parser recurses once per level; a report nests five at most.
+        raise ReportError(f"{path}: the verifier report is nested too deeply to read") from None
     try:
         # JSON mode: strict, yet a JSON array is a valid tuple.
         return _Report.model_validate_json(raw)

@@ -90,6 +90,10 @@ def load_manifest(path: Path) -> Manifest:
         match = re.search(r"line (\d+)", str(error))
         where = f"{path}:{match.group(1)}" if match else str(path)
         raise ManifestError(f"{where}: malformed TOML: {error}") from None
+    except RecursionError:
+        # tomllib recurses once per nested array or inline table; no manifest
+        # nests more than two, so a few hundred levels is not a manifest.
+        raise ManifestError(f"{path}: malformed TOML: nested too deeply to read") from None
 
     entries = data.get("chapters")
     if not isinstance(entries, list) or not entries:

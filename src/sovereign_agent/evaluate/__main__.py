@@ -20,6 +20,13 @@ from sovereign_agent.evaluate.report import format_report, to_json
 from sovereign_agent.evaluate.run import ModelFactory, run_suite
 from sovereign_agent.evaluate.suite import Suite, SuiteError, load_suite
 from sovereign_agent.models import MODEL_VARIABLE, ModelError, model_from_env
+from sovereign_agent.trace.inputs import printable
+
+# Each repeat runs every task under every variant, and with SOVEREIGN_MODEL set
+# each run is real, paid requests: the bound keeps one slip of the keyboard
+# (--repeat 100000) from ordering millions of them. A thousand repeats already
+# put a pass rate's sampling error under two points.
+MAX_REPEAT = 1000
 
 EPILOG = """\
 Offline (the default), every run is played by a scripted stand-in that does
@@ -54,7 +61,8 @@ def _parser() -> argparse.ArgumentParser:
         type=int,
         default=10,
         metavar="N",
-        help="runs of each task per variant (default 10)",
+        help=f"runs of each task per variant, 1 to {MAX_REPEAT} (default 10); the bound "
+        "keeps one typo from ordering millions of runs, each real requests with a real model",
     )
     parser.add_argument(
         "--seed", type=int, default=0, metavar="S", help="seed of the planted slips (default 0)"
@@ -110,18 +118,24 @@ def _write_atomically(path: Path, text: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
-    if options.repeat < 1:
-        print("error: --repeat must be at least 1", file=sys.stderr)
+    if not 1 <= options.repeat <= MAX_REPEAT:
+        print(
+            f"error: --repeat must be 1 to {MAX_REPEAT}: every repeat runs each task under "
+            "each variant, and with a real model each run is real requests",
+            file=sys.stderr,
+        )
         return 2
     try:
         suite = load_suite(options.suite)
         models, real_model = _models(dict(os.environ))
     except (SuiteError, ModelError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(printable(f"error: {error}"), file=sys.stderr)
         return 2
 
+    # Names in the report come from the suite's text: escaped like a trace's,
+    # so that a downloaded suite cannot send a terminal commands.
     def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        print(printable(line), file=sys.stderr, flush=True)
 
     results = run_suite(
         suite,
@@ -130,8 +144,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         models=models,
         progress=None if options.quiet else progress,
     )
-    print("\n".join(_header(suite, options.suite, options.repeat, options.seed, real_model)))
-    print("\n".join(format_report(results)))
+    header = _header(suite, options.suite, options.repeat, options.seed, real_model)
+    print("\n".join(printable(line) for line in [*header, *format_report(results)]))
     if options.json is not None:
         document = {
             "suite": suite.name,

@@ -45,6 +45,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from sovereign_agent.trace.inputs import MAX_DEPTH, InputError, depth_problem, read_regular_text
+
 __all__ = [
     "DEFAULT_FACTORY",
     "Expectations",
@@ -196,15 +198,28 @@ def _key(location: tuple[int | str, ...]) -> str:
 
 
 def load_suite(path: Path) -> Suite:
-    """The suite in `path`, checked; any mistake is a SuiteError naming the file and the key."""
+    """The suite in `path`, checked; any mistake is a SuiteError naming the file and the key.
+
+    Only a regular file is read (a FIFO is refused at once), and a suite
+    nested deeper than any suite needs is refused with the file, not a
+    traceback.
+    """
     try:
-        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise SuiteError(f"{path}: cannot read it: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise SuiteError(f"{path}: not UTF-8 text") from None
+        text = read_regular_text(path)
+    except InputError as error:
+        raise SuiteError(str(error)) from None
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SuiteError(f"{path}: not valid TOML: {error}") from None
+    except RecursionError:
+        # tomllib recurses once per nested array or inline table, and a
+        # few hundred brackets reach Python's limit; the line is not known.
+        raise SuiteError(f"{path}: nested deeper than {MAX_DEPTH} levels") from None
+    # Dotted keys (a.b.c... = 1) nest without recursing: checked on the result.
+    too_deep = depth_problem(data)
+    if too_deep is not None:
+        raise SuiteError(f"{path}: {too_deep}")
     try:
         suite = Suite.model_validate(data)
     except ValidationError as error:

@@ -1,6 +1,6 @@
 """Support the book does not print: `python -m sovereign_agent.trace`, replay or count a trace.
 
-    python -m sovereign_agent.trace replay TRACE.jsonl [--run ID] [--setup REF]
+    python -m sovereign_agent.trace replay TRACE.jsonl [--run ID] [--setup REF] [--root DIR]
     python -m sovereign_agent.trace summary TRACE.jsonl
 
 Exit status: 0 when every replayed run matches (or the summary was printed),
@@ -15,20 +15,27 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sovereign_agent.trace.format import RecordedRun, TraceFormatError, read_trace
+from sovereign_agent.trace.inputs import printable
 from sovereign_agent.trace.replay import ReplayReport, ReplaySetupError, replay_run
 from sovereign_agent.trace.summary import format_summary, summarize
 
 EPILOG = """\
 replay re-runs each recorded run against today's runtime, offline: the model's
 replies come from the trace, the tools are built again from the setup the trace
-recorded, and every new event is compared with the recorded one. The first
+names, and every new event is compared with the recorded one. The first
 difference is printed with its line in the trace; later events are not compared.
 
---setup names a function that builds the tools instead (module:function, or
-path/to/file.py:function); it is called with the recorded setup's arguments.
-Replay runs the tools' handlers for real: give it a setup whose tools touch
-nothing that matters. A trace may name only setups inside sovereign_agent;
-any other runs only when you name it yourself with --setup.
+A trace chooses no code. Its setup is a name replay looks up among the setups
+this runtime knows (the shop's tools, an evaluation's variants, the documents
+and skills tools); any other name is refused. --setup names a function that
+builds the tools instead (module:function, or path/to/file.py:function): it
+is your choice of code, called with the recorded setup's arguments. A folder
+a setup records (documents_root, skills_root) is read only under --root DIR;
+without --root such a setup is refused, and a folder outside DIR is refused
+before anything is read. Replay runs the tools' handlers for real: give it a
+setup whose tools touch nothing that matters.
+
+Text from the trace is printed with control and invisible characters escaped.
 
 exit status: 0 all match, 1 a run diverged, 2 unusable trace or options.
 """
@@ -46,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
         "replay",
         help="re-run recorded runs against today's runtime; exit 1 at the first divergence",
         description="Re-run recorded runs against today's runtime with the recorded replies.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     replay.add_argument("trace", type=Path, metavar="TRACE.jsonl")
     replay.add_argument(
@@ -54,7 +63,15 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--setup",
         metavar="REF",
-        help="build the tools with this function instead of the recorded one",
+        help="build the tools with this function (module:function or file.py:function) "
+        "instead of the known setup the trace names",
+    )
+    replay.add_argument(
+        "--root",
+        type=Path,
+        metavar="DIR",
+        help="the folder under which the setup's recorded folders must lie "
+        "(without it, a setup that reads files is refused)",
     )
     summary = commands.add_parser(
         "summary",
@@ -66,8 +83,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _read(path: Path) -> list[RecordedRun]:
-    if not path.is_file():
-        raise TraceFormatError(str(path), 0, "no such file")
     runs = read_trace(path)
     if not runs:
         raise TraceFormatError(str(path), 0, "the trace holds no run")
@@ -92,18 +107,27 @@ def _report(report: ReplayReport, label: str) -> list[str]:
     return lines
 
 
-def _replay(runs: Sequence[RecordedRun], only: str | None, setup: str | None) -> int:
+def _show(lines: Sequence[str], *, error: bool = False) -> None:
+    # Every line may hold text from the trace (a run id, a task, an observation,
+    # a field name): escaped, so that no byte of it reaches the terminal as a command.
+    for line in lines:
+        print(printable(line), file=sys.stderr if error else sys.stdout)
+
+
+def _replay(
+    runs: Sequence[RecordedRun], only: str | None, setup: str | None, root: Path | None
+) -> int:
     chosen = [run for run in runs if only is None or run.run_id.startswith(only)]
     if not chosen:
-        print(f"no run whose id starts with {only!r}", file=sys.stderr)
+        _show([f"no run whose id starts with {only!r}"], error=True)
         return 2
     diverged = 0
     for run in chosen:
-        report = replay_run(run, setup=setup)
+        report = replay_run(run, setup=setup, root=root)
         diverged += report.divergence is not None
-        print("\n".join(_report(report, run.started.model)))
+        _show(_report(report, run.started.model))
     matched = len(chosen) - diverged
-    print(f"replayed {len(chosen)} run(s): {matched} match, {diverged} diverged")
+    _show([f"replayed {len(chosen)} run(s): {matched} match, {diverged} diverged"])
     return 1 if diverged else 0
 
 
@@ -112,12 +136,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         runs = _read(options.trace)
         if options.command == "summary":
-            print(f"{options.trace}:")
-            print("\n".join(format_summary(summarize(runs))))
+            _show([f"{options.trace}:", *format_summary(summarize(runs))])
             return 0
-        return _replay(runs, options.run, options.setup)
+        return _replay(runs, options.run, options.setup, options.root)
     except (TraceFormatError, ReplaySetupError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
+        _show([f"error: {error}"], error=True)
         return 2
 
 

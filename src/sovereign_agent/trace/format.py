@@ -25,6 +25,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from sovereign_agent.trace.inputs import MAX_DEPTH, InputError, depth_problem, read_regular_text
+
 __all__ = [
     "FORMAT_VERSION",
     "ModelReplyEvent",
@@ -213,7 +215,8 @@ class TraceFormatError(Exception):
     """A trace that cannot be read as version 1: says where, and what is wrong."""
 
     def __init__(self, source: str, line: int, message: str) -> None:
-        super().__init__(f"{source}, line {line}: {message}")
+        # Line 0 is the file as a whole: one that cannot be opened or read.
+        super().__init__(f"{source}, line {line}: {message}" if line else f"{source}: {message}")
         self.source = source
         self.line = line
         self.reason = message
@@ -255,8 +258,17 @@ def parse_event(text: str, *, source: str = "<trace>", line: int = 1) -> TraceEv
         data = json.loads(text)
     except ValueError:
         raise TraceFormatError(source, line, "not a complete JSON object") from None
+    except RecursionError:
+        # The parser recurses once per level; a line of a few thousand
+        # brackets reaches Python's limit before any depth check could run.
+        raise TraceFormatError(source, line, f"nested deeper than {MAX_DEPTH} levels") from None
     if not isinstance(data, dict):
         raise TraceFormatError(source, line, "an event is a JSON object")
+    # Shallower than the parser's limit, but still deeper than any event:
+    # refused here, before validation or a replay's comparison walks it.
+    too_deep = depth_problem(data)
+    if too_deep is not None:
+        raise TraceFormatError(source, line, too_deep)
     version = data.get("v")
     if isinstance(version, int) and not isinstance(version, bool) and version > FORMAT_VERSION:
         raise TraceFormatError(
@@ -334,11 +346,11 @@ def read_trace(path: Path) -> list[RecordedRun]:
     """Every run in a trace file, in the order their first events appear.
 
     Runs from several processes may interleave in one file (each appends), so
-    events are grouped by run id, and each run's own order is checked.
+    events are grouped by run id, and each run's own order is checked. Only a
+    regular file is read: a FIFO or a device is refused without waiting.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        line = path.read_bytes()[: error.start].count(b"\n") + 1
-        raise TraceFormatError(str(path), line, "not UTF-8 text") from None
+        text = read_regular_text(path)
+    except InputError as error:
+        raise TraceFormatError(error.source, error.line, error.reason) from None
     return parse_trace(text.splitlines(keepends=True), source=str(path))

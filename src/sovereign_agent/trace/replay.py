@@ -2,7 +2,8 @@
 
 The model is not asked: a `ReplayModel` answers each request with the reply
 recorded for that step. Everything else is today's code: the dispatcher is
-built again from the setup the trace recorded, the loop runs, every handler
+built again by the known setup the trace names (`setups`), or by the function
+the person replaying names, the loop runs, every handler
 runs for real, and a recorder hands each new event to a checker that compares
 it with the recorded one. The first event that differs stops the replay and
 is reported: its line in the trace, what was recorded, what happened now.
@@ -57,9 +58,14 @@ from sovereign_agent.trace.format import (
     schema_fingerprint,
 )
 from sovereign_agent.trace.recorder import Recorder, encode_event
+from sovereign_agent.trace.setups import (
+    KNOWN_SETUPS,
+    ReplaySetupError,
+    confined_arguments,
+    known_setup,
+)
 
 __all__ = [
-    "TRUSTED_FACTORY_PREFIX",
     "Divergence",
     "ReplayModel",
     "ReplayReport",
@@ -70,15 +76,7 @@ __all__ = [
     "schema_difference",
 ]
 
-# A trace names a function for replay to call. A trace is a file anyone may
-# hand you, so replay calls on its word only the runtime's own factories; any
-# other one runs only when the operator names it with --setup.
-TRUSTED_FACTORY_PREFIX = "sovereign_agent."
 _SHOWN_CHARS = 160
-
-
-class ReplaySetupError(Exception):
-    """The tools of a recorded run cannot be built again: says why, and what to pass instead."""
 
 
 @dataclass(frozen=True)
@@ -111,7 +109,12 @@ def _shown(value: Any) -> str:
 
 
 def load_factory(reference: str) -> Callable[..., Any]:
-    """The function `package.module:function` or `path/to/file.py:function` names."""
+    """The function `package.module:function` or `path/to/file.py:function` names.
+
+    For references the person replaying (or a suite's author) wrote: this
+    imports and runs code. A trace's setup is never passed here; replay looks
+    it up in `setups.KNOWN_SETUPS` instead.
+    """
     where, _, name = reference.rpartition(":")
     if not where or not name:
         raise ReplaySetupError(f"{reference!r} is not module:function or path/to/file.py:function")
@@ -134,15 +137,27 @@ def load_factory(reference: str) -> Callable[..., Any]:
 
 
 def dispatcher_for(
-    setup: SetupRecord | None, override: str | Callable[..., Dispatcher] | None = None
+    setup: SetupRecord | None,
+    override: str | Callable[..., Dispatcher] | None = None,
+    *,
+    root: Path | None = None,
 ) -> Dispatcher:
     """The dispatcher a recorded run started with, built again.
 
-    `override` (the --setup option, or a function from Python) is the factory
-    to call instead of the recorded one; it gets the recorded arguments when
-    the trace has them.
+    The trace's setup names a known setup (`setups.KNOWN_SETUPS`); nothing
+    else in it is code. `override` (the --setup option, or a function from
+    Python) is the factory to call instead, chosen by the person replaying;
+    it gets the recorded arguments. Whenever the recorded name is a known
+    setup, its arguments are checked and its folders resolved under `root`
+    first, whoever builds the tools: a trace's folder is read only under a
+    root the person replaying gave.
     """
-    arguments: Mapping[str, Any] = {} if setup is None else setup.arguments
+    arguments: Mapping[str, Any] = {}
+    if setup is not None:
+        arguments = setup.arguments
+        if setup.factory in KNOWN_SETUPS or override is None:
+            known = known_setup(setup.factory)
+            arguments = confined_arguments(setup.factory, known, setup.arguments, root)
     if callable(override):
         factory: Callable[..., Any] = override
     elif override is not None:
@@ -153,18 +168,19 @@ def dispatcher_for(
             "had a before_write authority, which is code, not data); pass --setup "
             "module:function naming a function that builds the same tools"
         )
-    elif not setup.factory.startswith(TRUSTED_FACTORY_PREFIX):
-        raise ReplaySetupError(
-            f"the trace names the setup {setup.factory}, outside {TRUSTED_FACTORY_PREFIX[:-1]}; "
-            f"a trace could name any function, so replay calls it only when you do: "
-            f"--setup {setup.factory}"
-        )
     else:
-        factory = load_factory(setup.factory)
+        factory = KNOWN_SETUPS[setup.factory].factory()
+    # A known setup's arguments come from the trace: whatever they make the
+    # runtime's factory raise is a setup that cannot be built, said in one
+    # line. The replayer's own function may raise as it likes; a mistake of
+    # the three kinds a wrong argument causes is said in one line as well.
+    refused = Exception if override is None else (TypeError, ValueError, KeyError)
     try:
         dispatcher = factory(**arguments)
-    except (TypeError, ValueError, KeyError) as error:
-        raise ReplaySetupError(f"the setup could not build the tools: {error}") from None
+    except refused as error:
+        raise ReplaySetupError(
+            f"the setup could not build the tools: {type(error).__name__}: {_shown(str(error))}"
+        ) from None
     # The loop asks a dispatcher for two things; a copy of the class (a
     # learner's, say) that has both serves as well as the runtime's own.
     if not all(callable(getattr(dispatcher, name, None)) for name in ("schemas", "attempt")):
@@ -385,9 +401,15 @@ class _Checker:
 
 
 def replay_run(
-    run: RecordedRun, *, setup: str | Callable[..., Dispatcher] | None = None
+    run: RecordedRun,
+    *,
+    setup: str | Callable[..., Dispatcher] | None = None,
+    root: Path | None = None,
 ) -> ReplayReport:
-    """Replay one complete recorded run; `setup` overrides its setup (see `dispatcher_for`).
+    """Replay one complete recorded run; `setup` overrides its setup, `root` holds its folders.
+
+    See `dispatcher_for`: a trace's setup is only ever a known one, and a
+    folder it records is read only under `root`.
 
     Raises ReplaySetupError when the tools cannot be built again; a
     difference in behaviour is never an exception, it is the report's divergence.
@@ -398,7 +420,7 @@ def replay_run(
             "was cut off or its process stopped, and an unfinished run cannot be replayed"
         )
     started = run.started
-    dispatcher = dispatcher_for(started.setup, setup)
+    dispatcher = dispatcher_for(started.setup, setup, root=root)
     replies = [event for event in run.events if isinstance(event, ModelReplyEvent)]
     checker = _Checker(run)
     span = (run.lines[0], run.lines[-1])
