@@ -1,4 +1,4 @@
-"""Input a command did not write: read only from a regular file, nested only so deep, shown escaped.
+"""Support the book does not print: outside input read safely (regular files, bounded depth).
 
 A trace may be mailed from anywhere and a suite may be downloaded, so the
 commands that read them hold three lines:

@@ -1,4 +1,4 @@
-"""The setups replay knows how to build: a trace names one, this runtime holds the code.
+"""Support the book does not print: the setups replay builds; a trace only names one.
 
 A trace is a file anyone may hand you, so nothing in it chooses code. Its
 `setup.factory` is a name looked up in `KNOWN_SETUPS`; each entry says which
