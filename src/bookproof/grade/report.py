@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from bookproof.grade.book import BASELINE, EXERCISE, Book
 from bookproof.grade.runner import SubmissionReport
-from bookproof.grade.sandbox import Isolation
+from sovereign_agent.sandbox import Isolation
 
 __all__ = [
     "gradescope_results",

@@ -31,7 +31,7 @@ from bookproof.grade.child.encoding import FrameError, decode_json, make_encoder
 from bookproof.grade.child.harness import EXCEPTION_NAMES
 from bookproof.grade.child.limits import READY
 from bookproof.grade.questions import Answer
-from bookproof.grade.sandbox import Isolation, Launch, Limits, start, stop
+from sovereign_agent.sandbox import Isolation, Launch, Limits, start, stop
 
 __all__ = ["ANSWER_LIMIT", "OUTCOMES", "ChildGone", "Outcome", "Session", "exception_name"]
 
