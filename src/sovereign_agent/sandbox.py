@@ -1,82 +1,85 @@
-"""Starting a Python process the grader does not trust: in a bubblewrap sandbox, or only limited.
+"""Running a Python process the caller does not trust: in a bubblewrap sandbox, or only limited.
 
-Two isolation modes, chosen by the instructor and recorded in every report:
+The boundary has two halves, both here because each is useless alone:
 
-- `bubblewrap` (the default): the process runs in its own user, mount, PID,
-  network, IPC and UTS namespaces. Its filesystem holds the interpreter and
-  the libraries it loads (read-only), the book's runtime `sovereign_agent`
-  (read-only), the grader's small `gradechild` package (read-only), and one
-  folder of files the grader copied for it (read-only, its working folder),
-  and, when a book's checks need them, the folders the grader made for those
-  checks (read-only, at `/files`). Its only writable place is a size-bounded
-  /tmp that disappears with it.
-  No other submission, no `solutions/`, no other grader source, no home
-  directory; a fixed, minimal environment; no network at all; it cannot see,
-  signal or outlive any process outside (`--die-with-parent`, and killing the
-  sandbox kills its whole PID namespace).
-- `process`: the same process, limits and fixed environment, but in the
-  grader's world: it can read whatever the grader's user can read and signal
-  the grader's processes. Only for machines without bubblewrap, and only when
-  the instructor says so (`--isolation process`).
+- the parent's (`start`, `stop`): which folders the process sees (each
+  read-only), its one writable place (a size-bounded /tmp, or a scratch
+  folder), its environment, and whether it has a network;
+- the process's own (`confine`), its first act: rlimits (memory, file size,
+  CPU seconds, open files) and a seccomp filter that refuses new processes
+  and, when asked, `exec`. What it sets there cannot be undone later: a
+  lowered hard rlimit cannot be raised without privileges, and a seccomp
+  filter can never be removed.
 
-In both modes the process applies its own limits first (`gradechild.limits`):
-memory, file size, CPU time, open files, and no new processes.
+Two isolation modes, chosen by the caller:
+
+- `bubblewrap`: the process runs in its own user, mount, PID, network, IPC
+  and UTS namespaces. Its filesystem holds the interpreter and the libraries
+  it loads, the runtime `sovereign_agent`, and the folders the caller names,
+  all read-only; its only writable place is a size-bounded /tmp that
+  disappears with it. No network unless asked; it cannot see, signal or
+  outlive any process outside (`--die-with-parent`; killing the sandbox kills
+  its whole PID namespace).
+- `process`: the same command, environment and limits, in the caller's
+  world, at the folders' real paths. Started by root, the process runs as an
+  unprivileged user (`View.user`, by default `nobody`), switched to in the
+  child before `exec`: it can read only what that user can read and write
+  only what that user can write. Started by anyone else, it runs as the
+  caller's user and can read and write what the caller can. It has the
+  machine's network either way: only a namespace could take it away.
+
+Standard library only, like the rest of the runtime's boundaries.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
-import json
 import os
+import platform
+import resource
+import secrets
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
-
-from bookproof.grade import child
 
 __all__ = [
-    "CHILD_PACKAGE",
     "ENVIRONMENT",
-    "GradingStopped",
+    "NOBODY",
     "Isolation",
-    "Launch",
-    "Limits",
+    "SandboxStopping",
+    "View",
+    "apply_limits",
     "bubblewrap_problem",
+    "confine",
+    "drops_privileges",
     "exited",
-    "files_seen_at",
+    "filter_program",
+    "forbid_new_processes",
+    "seen_at",
     "start",
     "stop",
     "stop_everything",
 ]
 
-CHILD_PACKAGE = Path(child.__file__).resolve().parent
-# Where a bubblewrap sandbox shows the copied files, and the grader's package.
-_WORKDIR = "/submission"
-_FILES = "/files"
-_GRADER = "/grader"
-_CHILD_NAME = "gradechild"
-
-# The whole environment of a sandboxed process: nothing of the grader's.
+# The whole environment of a sandboxed process unless the caller adds to it.
 ENVIRONMENT: Mapping[str, str] = {
     "PATH": "/usr/bin:/bin",
     "LANG": "C.UTF-8",
     "LC_ALL": "C.UTF-8",
     "PYTHONDONTWRITEBYTECODE": "1",
     "PYTHONUNBUFFERED": "1",
-    # A learner's tests run with pytest's own plugins only: the same for every
-    # run, and no plugin's start-up cost on each of them.
-    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
 }
-# An unprivileged identity inside the sandbox, whoever runs the grader.
-_NOBODY = "65534"
+# The conventional unprivileged identity: owns nothing, belongs to no group.
+NOBODY = 65534
 
 
 class Isolation(StrEnum):
@@ -85,69 +88,42 @@ class Isolation(StrEnum):
 
 
 @dataclass(frozen=True)
-class Limits:
-    """What one sandboxed process may use.
+class View:
+    """What one sandboxed process sees, and as whom it runs.
 
-    `timeout` is wall-clock seconds for importing a submission and for each
-    question after that: the clock restarts with every answer, so a class's
-    slow-but-honest submissions are not cut off by the number of checks. A run
-    of a learner's tests gets `tests_timeout` in all.
+    `read_only` maps where a folder appears inside a bubblewrap sandbox (an
+    absolute path) to the folder outside; in process mode the process finds
+    each at its real path (`seen_at`). `workdir` is one of those inside paths:
+    where the process starts. `tmp_bytes` bounds the sandbox's /tmp. `user` is
+    the uid (and gid) a process started by root runs as in process mode; None
+    keeps the caller's, for a process that runs none of the untrusted code.
     """
 
-    timeout: float = 10.0
-    memory_bytes: int = 1024 * 1024 * 1024
-    output_bytes: int = 1024 * 1024
-    file_bytes: int = 8 * 1024 * 1024
-    open_files: int = 256
+    read_only: Mapping[str, Path]
+    workdir: str
     tmp_bytes: int = 64 * 1024 * 1024
-
-    @property
-    def tests_timeout(self) -> float:
-        return max(30.0, 3 * self.timeout)
-
-    def for_child(self, cpu_seconds: float) -> dict[str, int]:
-        """The rlimits the child sets on itself (`gradechild.limits.apply`)."""
-        return {
-            "memory_bytes": self.memory_bytes,
-            "file_bytes": self.file_bytes,
-            "cpu_seconds": int(cpu_seconds) + 1,
-            "open_files": self.open_files,
-        }
+    network: bool = False
+    environment: Mapping[str, str] = field(default_factory=lambda: dict(ENVIRONMENT))
+    user: int | None = NOBODY
 
 
-@dataclass(frozen=True)
-class Launch:
-    """One interpreter to start: what it runs, and what it may see.
-
-    `code` is a format string for `python -c`: `{grader}` becomes the folder
-    that holds `gradechild`. `config` travels as the process's one argument
-    (JSON), after `{workdir}` placeholders in its string values are replaced by
-    where the copied folder appears. `folder` is that copied folder (shown
-    read-only); `extra` are more read-only folders, each shown at a name under
-    the grader's folder (for the oracle: the grader's source and the reference).
-    `files` is the folder of the grader's own folders for a submission's checks
-    (`bookproof.grade.files`), shown read-only where `files_seen_at` says.
-    """
-
-    code: str
-    config: Mapping[str, Any]
-    folder: Path
-    fds: tuple[int, ...] = ()
-    extra: Mapping[str, Path] = field(default_factory=dict)
-    tmp_bytes: int = Limits.tmp_bytes
-    files: Path | None = None
+def seen_at(isolation: Isolation, view: View, inside: str) -> str:
+    """Where the process started with `view` finds the folder shown at `inside`."""
+    if isolation is Isolation.BUBBLEWRAP:
+        return inside
+    return str(view.read_only[inside])
 
 
-def files_seen_at(isolation: Isolation, files: Path) -> str:
-    """Where a process started with `Launch(files=files)` finds that folder."""
-    return _FILES if isolation is Isolation.BUBBLEWRAP else str(files)
+def drops_privileges(isolation: Isolation, view: View) -> bool:
+    """Whether `start` will switch the process to `view.user` (process mode, started by root)."""
+    return isolation is Isolation.PROCESS and view.user is not None and os.geteuid() == 0
 
 
-class GradingStopped(RuntimeError):
-    """The grader is shutting down (interrupted): no new process may start."""
+class SandboxStopping(RuntimeError):
+    """The caller is shutting down (interrupted): no new process may start."""
 
 
-# Every process started and not yet stopped, so that an interrupted grader
+# Every process started and not yet stopped, so that an interrupted caller
 # can end them all before it exits.
 _LIVE: set[subprocess.Popen[bytes]] = set()
 _LIVE_LOCK = threading.Lock()
@@ -163,52 +139,58 @@ def stop_everything() -> None:
         stop(process)
 
 
-def start(isolation: Isolation, launch: Launch, scratch: Path) -> subprocess.Popen[bytes]:
-    """Start the process with three pipes (stdin, stdout, stderr) in its own session.
+def start(
+    isolation: Isolation,
+    view: View,
+    argv: Sequence[str],
+    scratch: Path,
+    *,
+    fds: tuple[int, ...] = (),
+) -> subprocess.Popen[bytes]:
+    """Start `argv` with three pipes (stdin, stdout, stderr) in its own session.
 
-    `scratch` is an empty folder of the grader's, removed by the caller after
-    `stop`: the process-only mode's home and /tmp, and where it finds `gradechild`.
+    `scratch` is an empty folder of the caller's, removed by the caller after
+    `stop`: in process mode, the process's home and TMPDIR.
     """
     if isolation is Isolation.BUBBLEWRAP:
-        grader, workdir = _GRADER, _WORKDIR
+        full = [*_bubblewrap(view), "--", *argv]
+        env = dict(view.environment)
+        cwd = "/"
+        user: int | None = None
     else:
-        grader, workdir = str(scratch / "grader"), str(launch.folder)
-        Path(grader).mkdir()
-        (Path(grader) / _CHILD_NAME).symlink_to(CHILD_PACKAGE, target_is_directory=True)
-        for name, path in launch.extra.items():
-            (Path(grader) / name).symlink_to(path, target_is_directory=True)
-    extra = {name: f"{grader}/{name}" for name in launch.extra}
-    config = _placed(launch.config, {"workdir": workdir, **extra})
-    command = [
-        sys.executable,
-        "-I",
-        "-c",
-        launch.code.format(grader=grader),
-        json.dumps(config),
-    ]
-    if isolation is Isolation.BUBBLEWRAP:
-        argv = [*_bubblewrap(launch, workdir), "--", *command]
-        env = dict(ENVIRONMENT)
-        cwd: Path | str = "/"
-    else:
-        home = scratch / "home"
-        home.mkdir()
-        argv = command
-        env = {**ENVIRONMENT, "HOME": str(home), "TMPDIR": str(home)}
-        cwd = launch.folder
+        # A name no other process of the same user can guess: the scratch
+        # folder can be traversed but not listed.
+        home = scratch / f"home-{secrets.token_hex(8)}"
+        home.mkdir(mode=0o700)
+        user = None
+        if drops_privileges(isolation, view):
+            user = view.user
+            assert user is not None
+            # The user must reach its home through the scratch folder, and
+            # find nothing else there: traverse, never list.
+            os.chmod(scratch, 0o711)
+            os.chown(home, user, user)
+        full = list(argv)
+        env = {**view.environment, "HOME": str(home), "TMPDIR": str(home)}
+        cwd = str(view.read_only[view.workdir])
     with _LIVE_LOCK:
         if _STOPPING.is_set():
-            raise GradingStopped("the grader is stopping")
+            raise SandboxStopping("stopping: no new sandboxed process")
         process = subprocess.Popen(
-            argv,
+            full,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
             env=env,
             close_fds=True,
-            pass_fds=launch.fds,
+            pass_fds=fds,
             start_new_session=True,
+            # Switched to in the child before exec: the untrusted code never
+            # runs with the caller's identity or its supplementary groups.
+            user=user,
+            group=user,
+            extra_groups=[] if user is not None else None,
         )
         _LIVE.add(process)
     return process
@@ -251,28 +233,18 @@ def exited(process: subprocess.Popen[bytes]) -> bool:
     return info is not None
 
 
-def _placed(value: Any, places: Mapping[str, str]) -> Any:
-    if isinstance(value, str):
-        return value.format_map(places) if "{" in value else value
-    if isinstance(value, dict):
-        return {key: _placed(item, places) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_placed(item, places) for item in value]
-    return value
-
-
 # --- bubblewrap ------------------------------------------------------------------
 
 
-def _bubblewrap(launch: Launch, workdir: str) -> list[str]:
+def _bubblewrap(view: View) -> list[str]:
     argv = [
         _bwrap(),
         "--unshare-all",
         "--unshare-user",
         "--uid",
-        _NOBODY,
+        str(NOBODY),
         "--gid",
-        _NOBODY,
+        str(NOBODY),
         "--hostname",
         "sandbox",
         "--die-with-parent",
@@ -281,21 +253,19 @@ def _bubblewrap(launch: Launch, workdir: str) -> list[str]:
         "ALL",
         "--clearenv",
     ]
-    for name, value in ENVIRONMENT.items():
+    if view.network:
+        argv.append("--share-net")
+    for name, value in view.environment.items():
         argv += ["--setenv", name, value]
     argv += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
     # The scratch /tmp first: a bind below /tmp (a project checked out there)
     # must land on top of it, not be hidden by it.
-    argv += ["--size", str(launch.tmp_bytes), "--tmpfs", "/tmp"]
+    argv += ["--size", str(view.tmp_bytes), "--tmpfs", "/tmp"]
     argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
     argv += _system_view()
-    argv += ["--ro-bind", str(CHILD_PACKAGE), f"{_GRADER}/{_CHILD_NAME}"]
-    for name, path in launch.extra.items():
-        argv += ["--ro-bind", str(path), f"{_GRADER}/{name}"]
-    argv += ["--ro-bind", str(launch.folder), workdir]
-    if launch.files is not None:
-        argv += ["--ro-bind", str(launch.files), _FILES]
-    argv += ["--remount-ro", "/", "--chdir", workdir]
+    for inside, outside in view.read_only.items():
+        argv += ["--ro-bind", str(outside), inside]
+    argv += ["--remount-ro", "/", "--chdir", view.workdir]
     return argv
 
 
@@ -345,10 +315,8 @@ def _system_view() -> tuple[str, ...]:
         bind(os.path.join(sys.prefix, "pyvenv.cfg"))
         bind(os.path.join(sys.prefix, "lib"))
         bind(os.path.join(sys.prefix, "lib64"))
-    # The book's runtime, which a submission may import; nothing else of the repository.
-    import sovereign_agent
-
-    bind(os.path.dirname(os.path.realpath(sovereign_agent.__file__)))
+    # The runtime, which a sandboxed program may import; nothing else of the project.
+    bind(os.path.dirname(os.path.realpath(__file__)))
     return tuple(binds)
 
 
@@ -371,15 +339,16 @@ def bubblewrap_problem() -> str | None:
     """None when bubblewrap sandboxes work here; otherwise why not, in one line."""
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (Debian and Ubuntu: sudo apt-get install bubblewrap)"
+    here = os.path.dirname(os.path.realpath(__file__))
     try:
         completed = subprocess.run(
             [
-                *_bubblewrap(Launch("", {}, CHILD_PACKAGE), _WORKDIR),
+                *_bubblewrap(View({"/probe": Path(here)}, "/probe")),
                 "--",
                 sys.executable,
                 "-I",
                 "-c",
-                "import pydantic, sovereign_agent",
+                "import sovereign_agent.sandbox",
             ],
             capture_output=True,
             env=dict(ENVIRONMENT),
@@ -394,8 +363,140 @@ def bubblewrap_problem() -> str | None:
     return None
 
 
-def describe(isolation: Isolation) -> str:
-    """One line for the terminal and the reports' readers: what a submission could reach."""
-    if isolation is Isolation.BUBBLEWRAP:
-        return "bubblewrap sandbox: each submission sees only its own files"
-    return "process only: submissions run as the grader's user and can read what it can read"
+# --- the process's own side: rlimits and the seccomp filter ------------------------
+
+# Which rlimit each key of a limits mapping sets.
+LIMIT_KINDS: Mapping[str, int] = {
+    "memory_bytes": resource.RLIMIT_AS,
+    "file_bytes": resource.RLIMIT_FSIZE,
+    "cpu_seconds": resource.RLIMIT_CPU,
+    "open_files": resource.RLIMIT_NOFILE,
+}
+
+
+def apply_limits(limits: Mapping[str, int]) -> None:
+    """Set each limit given (soft and hard, never above a hard limit in force); no core dumps."""
+    for key, kind in LIMIT_KINDS.items():
+        if key in limits:
+            value = limits[key]
+            _, hard = resource.getrlimit(kind)
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(kind, (value, value))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+# Classic BPF, as the kernel's seccomp reads it (linux/filter.h, linux/seccomp.h).
+_LOAD_WORD = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JUMP_EQUAL = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JUMP_AT_LEAST = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_JUMP_ANY_BIT = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+_RETURN = 0x06  # BPF_RET | BPF_K
+_ALLOW = 0x7FFF0000
+_KILL = 0x80000000  # SECCOMP_RET_KILL_PROCESS
+_ERRNO = 0x00050000
+_EPERM, _ENOSYS = 1, 38
+_CLONE_THREAD = 0x00010000
+_X32_BIT = 0x40000000
+# Offsets in struct seccomp_data: nr, arch, then args[0] at 16 (low word, little-endian).
+_NR, _ARCH, _FIRST_ARGUMENT = 0, 4, 16
+
+
+@dataclass(frozen=True)
+class _Table:
+    audit_arch: int
+    process_only: tuple[int, ...]  # syscalls that only ever make a process (fork, vfork)
+    clone: int
+    clone3: int
+    execs: tuple[int, ...]  # execve, execveat
+
+
+_ARCHITECTURES = {
+    "x86_64": _Table(0xC000003E, (57, 58), 56, 435, (59, 322)),
+    "aarch64": _Table(0xC00000B7, (), 220, 435, (221, 281)),
+}
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+
+
+def _instruction(code: int, true: int, false: int, k: int) -> bytes:
+    return struct.pack("HBBI", code, true, false, k)
+
+
+def filter_program(machine: str, *, forbid_exec: bool = False) -> bytes | None:
+    """The BPF program for this machine, or None where we have no syscall table for it.
+
+    It refuses `fork`, `vfork` and any `clone` that is not a thread (`clone3`
+    reports itself missing, so the C library falls back to `clone`, whose
+    flags the filter can read); with `forbid_exec`, `execve` and `execveat`
+    too. Threads stay allowed: they live and die with the process.
+    """
+    table = _ARCHITECTURES.get(machine)
+    if table is None:
+        return None
+    program = [
+        # Another ABI on the same kernel has other syscall numbers: end it.
+        _instruction(_LOAD_WORD, 0, 0, _ARCH),
+        _instruction(_JUMP_EQUAL, 1, 0, table.audit_arch),
+        _instruction(_RETURN, 0, 0, _KILL),
+        _instruction(_LOAD_WORD, 0, 0, _NR),
+    ]
+    if machine == "x86_64":
+        # The x32 ABI shares the architecture id; its numbers carry this bit.
+        program += [
+            _instruction(_JUMP_AT_LEAST, 0, 1, _X32_BIT),
+            _instruction(_RETURN, 0, 0, _ERRNO | _ENOSYS),
+        ]
+    program += [
+        _instruction(_JUMP_EQUAL, 0, 1, table.clone3),
+        _instruction(_RETURN, 0, 0, _ERRNO | _ENOSYS),
+    ]
+    refused = table.process_only + (table.execs if forbid_exec else ())
+    for number in refused:
+        program += [
+            _instruction(_JUMP_EQUAL, 0, 1, number),
+            _instruction(_RETURN, 0, 0, _ERRNO | _EPERM),
+        ]
+    program += [
+        _instruction(_JUMP_EQUAL, 0, 3, table.clone),
+        _instruction(_LOAD_WORD, 0, 0, _FIRST_ARGUMENT),
+        _instruction(_JUMP_ANY_BIT, 1, 0, _CLONE_THREAD),
+        _instruction(_RETURN, 0, 0, _ERRNO | _EPERM),
+        _instruction(_RETURN, 0, 0, _ALLOW),
+    ]
+    return b"".join(program)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+
+def forbid_new_processes(*, forbid_exec: bool = False) -> bool:
+    """Install the filter on this process; False where the platform offers no way to."""
+    program = filter_program(platform.machine(), forbid_exec=forbid_exec)
+    if program is None or platform.system() != "Linux":
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    # No new privileges first: the kernel requires it of an unprivileged filter.
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return False
+    return bool(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0)
+
+
+def confine(
+    limits: Mapping[str, int], *, forbid_processes: bool = True, forbid_exec: bool = False
+) -> bool:
+    """The process's first act: its limits, then (unless told not to) the filter.
+
+    True when everything asked for holds; False when the filter could not be
+    installed here (the limits hold either way), for the caller to decide
+    whether to go on without it.
+    """
+    apply_limits(limits)
+    if not forbid_processes:
+        return True
+    return forbid_new_processes(forbid_exec=forbid_exec)

@@ -19,9 +19,9 @@ from system_components import require_executable
 
 from bookproof.grade.intake import copy_submission
 from bookproof.grade.questions import call
+from bookproof.grade.sandbox import Isolation, Limits
 from bookproof.grade.session import Session
 from bookproof.notebooks.build import notebook_json
-from sovereign_agent.sandbox import Isolation, Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 BOOK = ROOT / "exercises" / "book07"

@@ -37,7 +37,7 @@ from bookproof.grade.files import Fifo, FilesError, Link, Sparse, Tree, describe
 from bookproof.grade.oracle import serve
 from bookproof.grade.questions import Answer, call, expect, folder
 from bookproof.grade.runner import _HandIn, _run_trial, grade_submission, prepare
-from sovereign_agent.sandbox import Isolation, Limits
+from bookproof.grade.sandbox import Isolation, Limits
 
 # These checks read no handed-in data file.
 NOTHING_HANDED_IN = _HandIn(Path("/nonexistent"), ())

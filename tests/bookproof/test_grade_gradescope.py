@@ -23,7 +23,7 @@ from system_components import require_executable
 
 from bookproof.grade.books import load_book
 from bookproof.grade.gradescope import build_autograder
-from sovereign_agent.sandbox import Isolation
+from bookproof.grade.sandbox import Isolation
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions" / "book02"

@@ -22,8 +22,8 @@ from system_components import require_executable
 import bookproof
 from bookproof.grade.intake import copy_submission
 from bookproof.grade.questions import call
+from bookproof.grade.sandbox import Isolation, Limits
 from bookproof.grade.session import Session
-from sovereign_agent.sandbox import Isolation, Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "secret-token-isolation-3b9e"

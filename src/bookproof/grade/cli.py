@@ -27,8 +27,8 @@ from bookproof.grade.intake import printable
 from bookproof.grade.learner_tests import close_oracles
 from bookproof.grade.report import write_csv, write_gradescope, write_json, write_table
 from bookproof.grade.runner import SubmissionReport, grade_submission
+from bookproof.grade.sandbox import Isolation, Limits, bubblewrap_problem, describe, stop_everything
 from bookproof.grade.session import IsolationFailed
-from sovereign_agent.sandbox import Isolation, Limits, bubblewrap_problem, describe, stop_everything
 
 __all__ = ["main"]
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from bookproof.grade.book import Book, BookError
 from bookproof.grade.books import load_book
 from bookproof.grade.learner_tests import ROOT
-from sovereign_agent.sandbox import Isolation
+from bookproof.grade.sandbox import Isolation
 
 __all__ = ["autograder_files", "build_autograder", "main"]
 

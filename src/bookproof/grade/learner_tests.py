@@ -48,8 +48,8 @@ from pathlib import Path
 
 import bookproof
 from bookproof.grade.book import FaultyVersion, LearnerTests
+from bookproof.grade.sandbox import Isolation, Launch, Limits, exited, start, stop
 from bookproof.grade.session import IsolationFailed, Outcome, Output
-from sovereign_agent.sandbox import Isolation, Launch, Limits, exited, start, stop
 
 __all__ = ["ROOT", "close_oracles", "grade_tests"]
 
@@ -189,6 +189,7 @@ class _Oracle:
                     reference.parent,
                     (theirs.fileno(),),
                     extra={"src": _SOURCE},
+                    learner_code=False,
                 ),
                 self._scratch,
             )

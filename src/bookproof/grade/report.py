@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from bookproof.grade.book import BASELINE, EXERCISE, Book
 from bookproof.grade.runner import SubmissionReport
-from sovereign_agent.sandbox import Isolation
+from bookproof.grade.sandbox import Isolation
 
 __all__ = [
     "gradescope_results",

@@ -32,8 +32,8 @@ from bookproof.grade.files import describe, materialise
 from bookproof.grade.intake import copy_submission
 from bookproof.grade.learner_tests import grade_tests
 from bookproof.grade.questions import Answer, Folder, Question, Ref
+from bookproof.grade.sandbox import Isolation, Limits, files_seen_at
 from bookproof.grade.session import ChildGone, Outcome, Session, exception_name
-from sovereign_agent.sandbox import Isolation, Limits, files_seen_at
 
 __all__ = ["CheckOutcome", "Prepared", "SubmissionReport", "grade_submission", "prepare"]
 
