@@ -22,7 +22,9 @@ grader's source.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -34,6 +36,7 @@ from typing import Any
 from bookproof.grade import child
 from sovereign_agent import sandbox as runtime
 from sovereign_agent.sandbox import (
+    NOBODY,
     Isolation,
     SandboxStopping,
     View,
@@ -59,6 +62,7 @@ __all__ = [
     "start",
     "stop",
     "stop_everything",
+    "unprivileged_problem",
 ]
 
 CHILD_PACKAGE = Path(child.__file__).resolve().parent
@@ -146,7 +150,43 @@ def files_seen_at(isolation: Isolation, files: Path) -> str:
 
 
 def child_user(learner_code: bool = True) -> int | None:
-    """As whom a child runs in process mode when the grader is root (None: as the grader)."""
+    """As whom a child runs in process mode when the grader is root (None: as the grader).
+
+    A child that runs learner code runs as `nobody` wherever that user can
+    start the interpreter; the oracle, which runs none, as the grader.
+    """
+    if not learner_code or os.geteuid() != 0 or unprivileged_problem() is not None:
+        return None
+    return NOBODY
+
+
+@functools.cache
+def unprivileged_problem() -> str | None:
+    """None when process mode here runs submissions as `nobody`; otherwise why not, in one line.
+
+    The grader must be root (only root can switch users), and `nobody` must be
+    able to start this interpreter and import the runtime and Pydantic from
+    where they are installed: an interpreter under a private home (a 0700
+    /root) is out of its reach.
+    """
+    if os.geteuid() != 0:
+        return "the grader is not root, so it cannot run a submission as another user"
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-I", "-B", "-c", "import pydantic, sovereign_agent.sandbox"],
+            capture_output=True,
+            cwd="/",
+            env=dict(ENVIRONMENT),
+            user=NOBODY,
+            group=NOBODY,
+            extra_groups=[],
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"user {NOBODY} cannot start {sys.executable} ({type(exc).__name__})"
+    if completed.returncode != 0:
+        return f"user {NOBODY} cannot start {sys.executable} and import the runtime"
     return None
 
 
@@ -218,4 +258,15 @@ def describe(isolation: Isolation) -> str:
     """One line for the terminal and the reports' readers: what a submission could reach."""
     if isolation is Isolation.BUBBLEWRAP:
         return "bubblewrap sandbox: each submission sees only its own files"
+    if child_user() is not None:
+        return (
+            f"process isolation as the unprivileged user {NOBODY} (nobody): a submission "
+            "can read only what that user can read and write nothing of the grader's, "
+            "with the same limits, but it has the machine's network"
+        )
+    if os.geteuid() == 0:
+        return (
+            f"process only, as root ({unprivileged_problem()}): submissions can read and "
+            "write what root can; a batch that finds its environment changed fails"
+        )
     return "process only: submissions run as the grader's user and can read what it can read"
