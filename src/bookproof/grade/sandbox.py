@@ -10,8 +10,9 @@ tool that runs untrusted Python. This module holds the grader's policy:
   and the reference under `/grader` too;
 - a fixed environment (pytest's own plugins only) and no network;
 - as whom it runs in process mode: a child that runs learner code as the
-  unprivileged user `nobody` when the grader is root; the oracle, which runs
-  none, as the grader;
+  unprivileged user `nobody` when the grader is root and `nobody` can start
+  the interpreter (else as the grader, and `describe` says so); the oracle,
+  which runs none, as the grader;
 - the limits of a grading run (`Limits`): a clock per question, output and
   memory bounds.
 
