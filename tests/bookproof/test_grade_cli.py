@@ -24,6 +24,8 @@ from bookproof.grade.session import OUTCOMES
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "grade_exercises.py"
 SOLUTION = ROOT / "solutions" / "book02"
+# The first line of a batch that started grading names the book.
+BOOK_TITLE = load_book(2).title
 
 
 def _grade(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -280,3 +282,81 @@ def test_a_sandbox_that_fails_mid_batch_stops_the_grader_instead_of_blaming_a_le
     assert "the sandbox failed" in completed.stderr
     assert "Creating new namespace failed" in completed.stderr
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [
+        ("--timeout", "nan"),
+        ("--timeout", "inf"),
+        ("--timeout", "-inf"),
+        ("--timeout", "1e300"),
+        ("--timeout", "0"),
+        ("--memory-mb", str(10**12)),
+        ("--memory-mb", "63"),
+    ],
+)
+def test_a_limit_that_is_not_a_finite_number_in_range_is_a_usage_error(
+    tmp_path: Path, flag: str, value: str
+) -> None:
+    completed = _grade("--book", "2", flag, value, str(SOLUTION), cwd=tmp_path)
+    assert completed.returncode == 2, completed.stderr
+    assert flag in completed.stderr.splitlines()[-1]
+    assert "Traceback" not in completed.stderr
+
+
+def test_a_report_path_that_is_a_folder_is_refused_before_grading(tmp_path: Path) -> None:
+    (tmp_path / "reports").mkdir()
+    completed = _grade("--book", "2", "--json", "reports", str(SOLUTION), cwd=tmp_path)
+    assert completed.returncode == 2
+    assert "--json names a folder" in completed.stderr
+    assert BOOK_TITLE not in completed.stderr  # no grading started
+
+
+def test_two_reports_into_one_file_are_refused_before_grading(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "out")
+    for other in ("out/report", "./out/report", "alias/report"):
+        completed = _grade(
+            "--book", "2", "--json", "out/report", "--csv", other, str(SOLUTION), cwd=tmp_path
+        )
+        assert completed.returncode == 2, other
+        assert "--json and --csv name the same file" in completed.stderr
+        assert BOOK_TITLE not in completed.stderr
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_gradescope_makes_its_folder_like_json_makes_its_file(tmp_path: Path) -> None:
+    completed = _grade(
+        "--book", "2", "--gradescope", "results", str(SOLUTION / "shop_tools.py"), cwd=tmp_path
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert (tmp_path / "results" / "results.json").is_file()
+    missing_parent = _grade(
+        "--book", "2", "--gradescope", "no/such/results", str(SOLUTION), cwd=tmp_path
+    )
+    assert missing_parent.returncode == 2
+    assert "no folder for --gradescope" in missing_parent.stderr
+    (tmp_path / "a_file").write_text("")
+    not_a_folder = _grade("--book", "2", "--gradescope", "a_file", str(SOLUTION), cwd=tmp_path)
+    assert not_a_folder.returncode == 2
+    assert "--gradescope needs a folder" in not_a_folder.stderr
+
+
+def test_one_folder_given_under_two_names_is_graded_once_and_said_so(tmp_path: Path) -> None:
+    shutil.copytree(SOLUTION, tmp_path / "class" / "alice")
+    (tmp_path / "same_class").symlink_to(tmp_path / "class")
+    out = tmp_path / "report.json"
+    completed = _grade(
+        "--book",
+        "2",
+        "--json",
+        str(out),
+        "class/alice",
+        "same_class/alice",
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "same_class/alice is the same folder as class/alice: graded once" in completed.stderr
+    names = [entry["submission"] for entry in json.loads(out.read_text())["submissions"]]
+    assert names == ["alice"]

@@ -1,17 +1,22 @@
 """`grade-exercises`: grade a class's submissions for one exercise book.
 
 Exit status: 0 when grading ran, whatever the scores; 2 for a usage error
-(an unknown flag or book, a path that does not exist, a folder given twice);
-3 when the sandbox the grader was asked for is not available here. A path
-that exists but cannot be graded (a file, a FIFO, a link, a folder without
-the book's files or holding anything but plain files) is not a usage error:
-it gets a row of zeros with one line saying why, so one broken hand-in
-neither stops an instructor's batch nor goes missing from the gradebook.
+(an unknown flag or book, a path that does not exist, a folder given twice,
+a limit that is not a finite number in range, an output that is a folder or
+the same file as another output); 3 when the sandbox the grader was asked
+for is not available here; 4 when something the grader relies on (the
+environment's packages, the runtime, the grader itself) changed while it
+graded, in which case no report is written. A path that exists but cannot
+be graded (a file, a FIFO, a link, a folder without the book's files or
+holding anything but plain files) is not a usage error: it gets a row of
+zeros with one line saying why, so one broken hand-in neither stops an
+instructor's batch nor goes missing from the gradebook.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import secrets
 import signal
@@ -24,16 +29,31 @@ from types import FrameType
 from bookproof.grade.book import Book, BookError
 from bookproof.grade.books import load_book
 from bookproof.grade.intake import printable
+from bookproof.grade.integrity import changed, relied_on, snapshot
 from bookproof.grade.learner_tests import close_oracles
 from bookproof.grade.report import write_csv, write_gradescope, write_json, write_table
 from bookproof.grade.runner import SubmissionReport, grade_submission
-from bookproof.grade.sandbox import Isolation, Limits, bubblewrap_problem, describe, stop_everything
-from bookproof.grade.session import IsolationFailed
+from bookproof.grade.sandbox import (
+    Isolation,
+    IsolationFailed,
+    Limits,
+    bubblewrap_problem,
+    describe,
+    stop_everything,
+    unprivileged_problem,
+)
 
 __all__ = ["main"]
 
 USAGE_ERROR = 2
 NO_ISOLATION = 3
+ENVIRONMENT_CHANGED = 4
+# Bounds that keep every limit a number the kernel's rlimits can hold.
+MAX_TIMEOUT = 24 * 3600.0
+MAX_MEMORY_MB = 1024 * 1024
+# The isolation an instructor can ask for: the runtime's two modes, and
+# process mode that insists on the unprivileged user (Gradescope's autograder).
+UNPRIVILEGED = "unprivileged"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,8 +62,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Grade exercise-book submissions, each in its own sandbox.",
         epilog=(
             "Exit status: 0 when grading ran (whatever the scores), 2 for a usage error, "
-            "3 when the requested isolation is not available. Progress goes to stderr, one "
-            "line per submission; the table to stdout; files are written once, at the end."
+            "3 when the requested isolation is not available, 4 when the environment, the "
+            "runtime or the grader changed while grading (no report is written). Progress "
+            "goes to stderr, one line per submission; the table to stdout; files are "
+            "written once, at the end."
         ),
     )
     parser.add_argument("--book", type=int, required=True, help="exercise book number, e.g. 2")
@@ -60,15 +82,22 @@ def _parser() -> argparse.ArgumentParser:
         "--gradescope",
         type=Path,
         metavar="DIR",
-        help="write Gradescope's results.json into DIR (exactly one submission)",
+        help="write Gradescope's results.json into DIR, made if missing (exactly one submission)",
     )
     parser.add_argument(
         "--isolation",
-        choices=[mode.value for mode in Isolation],
+        choices=[*(mode.value for mode in Isolation), UNPRIVILEGED],
         default=Isolation.BUBBLEWRAP.value,
-        help="bubblewrap (default): each submission in its own sandbox, refusing to grade "
-        "where none can be made; process: accept the weaker mode, in which a submission "
-        "runs as your user and can read what you can read",
+        help="bubblewrap (default): each submission in its own sandbox, read-only, no "
+        "network, refusing to grade where none can be made. process: the same limits "
+        "without namespaces; run by root, a submission runs as the unprivileged user "
+        "nobody, so it cannot write the environment, the runtime or the grader, nor read "
+        "what nobody cannot read, but it has the network and can read every "
+        "world-readable file (where nobody cannot start this interpreter, it runs as "
+        "root, and the first line printed says so); run by anyone else, as your user, "
+        "reading and writing what you can. In every mode a batch that finds those trees "
+        "changed afterwards fails (exit 4). unprivileged: process mode that refuses to "
+        "grade unless submissions run as nobody",
     )
     parser.add_argument(
         "-j",
@@ -138,47 +167,123 @@ def _interrupted(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
+def _limits_problem(args: argparse.Namespace) -> str | None:
+    if args.jobs < 1:
+        return "-j must be at least 1"
+    if not math.isfinite(args.timeout) or not 0 < args.timeout <= MAX_TIMEOUT:
+        return f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g}"
+    if not 64 <= args.memory_mb <= MAX_MEMORY_MB:
+        return f"--memory-mb must be at least 64 and at most {MAX_MEMORY_MB}"
+    return None
+
+
+def _outputs_problem(args: argparse.Namespace) -> str | None:
+    """Why the report files cannot be written as asked, checked before any grading."""
+    files: list[tuple[str, Path]] = []
+    for flag, output in (("--json", args.json), ("--csv", args.csv)):
+        if output is None:
+            continue
+        if output.is_dir():
+            return f"{flag} names a folder, not a file: {printable(str(output))}"
+        if not output.parent.is_dir():
+            return f"no folder for {flag} {printable(str(output))}"
+        files.append((flag, output))
+    if args.gradescope is not None:
+        folder: Path = args.gradescope
+        if os.path.lexists(folder) and not folder.is_dir():
+            return f"--gradescope needs a folder: {printable(str(folder))} is not one"
+        if not folder.is_dir() and not folder.parent.is_dir():
+            return f"no folder for --gradescope {printable(str(folder))}"
+        files.append(("--gradescope", folder / "results.json"))
+    resolved = [os.path.realpath(path) for _, path in files]
+    for index, path in enumerate(resolved):
+        if path in resolved[:index]:
+            first = files[resolved.index(path)][0]
+            return f"{first} and {files[index][0]} name the same file: {printable(path)}"
+    return None
+
+
+def _distinct(folders: list[Path]) -> tuple[list[Path], list[str]]:
+    """The folders with each real folder once (the first name given), and a note per alias."""
+    kept: list[Path] = []
+    notes: list[str] = []
+    seen: dict[str, Path] = {}
+    for folder in folders:
+        # A link given itself is graded (and refused) as a link; only a
+        # folder reached twice through a linked parent is the same hand-in.
+        real = str(folder) if os.path.islink(folder) else os.path.realpath(folder)
+        if real in seen:
+            notes.append(
+                f"grade-exercises: {printable(str(folder))} is the same folder as "
+                f"{printable(str(seen[real]))}: graded once, as {printable(str(seen[real]))}"
+            )
+            continue
+        seen[real] = folder
+        kept.append(folder)
+    return kept, notes
+
+
+def _isolation(choice: str) -> Isolation | str:
+    """The isolation to grade in, or why the one asked for is not available here."""
+    if choice == Isolation.BUBBLEWRAP.value:
+        problem = bubblewrap_problem()
+        if problem is not None:
+            return (
+                f"{problem}.\nWithout a sandbox a submission can read what its user can "
+                "read (see --help for who that is). To accept that, pass --isolation process."
+            )
+        return Isolation.BUBBLEWRAP
+    if choice == UNPRIVILEGED:
+        problem = unprivileged_problem()
+        if problem is not None:
+            return f"{problem}; --isolation unprivileged grades only as user nobody."
+    return Isolation.PROCESS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    # The grader writes no bytecode while it grades: the trees it checks for
+    # changes afterwards must change only if something else changed them.
+    sys.dont_write_bytecode = True
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 64:
-        return _usage(parser, "-j and --timeout must be positive, --memory-mb at least 64")
+    problem = _limits_problem(args)
+    if problem is not None:
+        return _usage(parser, problem)
     try:
         book: Book = load_book(args.book)
     except BookError as exc:
         return _usage(parser, str(exc))
-    folders: list[Path] = args.submissions
-    for folder in folders:
+    given: list[Path] = args.submissions
+    for folder in given:
         if not os.path.lexists(folder):
             return _usage(parser, f"no such file or folder: {printable(str(folder))}")
-    absolute = [os.path.abspath(folder) for folder in folders]
+    absolute = [os.path.abspath(folder) for folder in given]
     for index, path in enumerate(absolute):
         if path in absolute[:index]:
             # Graded twice, it would take two rows of the gradebook for one learner.
-            return _usage(parser, f"given twice: {printable(str(folders[index]))}")
+            return _usage(parser, f"given twice: {printable(str(given[index]))}")
+    folders, aliases = _distinct(given)
     if args.gradescope is not None and len(folders) != 1:
         return _usage(parser, "--gradescope grades exactly one submission")
-    for output in (args.json, args.csv):
-        if output is not None and not output.parent.is_dir():
-            return _usage(parser, f"no folder for {output}")
-    if args.gradescope is not None and not args.gradescope.is_dir():
-        return _usage(parser, f"--gradescope needs an existing folder: {args.gradescope}")
-    isolation = Isolation(args.isolation)
-    if isolation is Isolation.BUBBLEWRAP:
-        problem = bubblewrap_problem()
-        if problem is not None:
-            print(
-                f"grade-exercises: refusing to grade: {problem}.\n"
-                "Without a sandbox a submission runs as your user and can read what you can "
-                "read. To accept that, pass --isolation process.",
-                file=sys.stderr,
-            )
-            return NO_ISOLATION
+    problem = _outputs_problem(args)
+    if problem is not None:
+        return _usage(parser, problem)
+    isolation = _isolation(args.isolation)
+    if not isinstance(isolation, Isolation):
+        print(f"grade-exercises: refusing to grade: {isolation}", file=sys.stderr)
+        return NO_ISOLATION
+    if args.gradescope is not None:
+        # Made like --json's file: in a folder that exists, before grading.
+        args.gradescope.mkdir(exist_ok=True)
+    for note in aliases:
+        print(note, file=sys.stderr)
     names = submission_names(folders)
     limits = Limits(timeout=args.timeout, memory_bytes=args.memory_mb * 1024 * 1024)
     seed = args.seed if args.seed is not None else secrets.randbits(63)
     print(f"grade-exercises: {book.title}; {describe(isolation)}; seed {seed}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _interrupted)
+    trees = relied_on()
+    before = snapshot(trees)
     try:
         reports = _grade_all(folders, names, book, isolation, limits, seed, args.jobs)
     except KeyboardInterrupt:
@@ -192,6 +297,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return NO_ISOLATION
     close_oracles()
+    altered = changed(before, snapshot(trees))
+    if altered:
+        more = f" (and {len(altered) - 1} more)" if len(altered) > 1 else ""
+        print(
+            f"grade-exercises: refusing to finish: {printable(altered[0])}{more} changed "
+            "while grading, and every later run would rely on it; no report was written. "
+            "Reinstall the environment before grading again.",
+            file=sys.stderr,
+        )
+        return ENVIRONMENT_CHANGED
     # Every child is gone by now: write each output once, whole.
     write_table(sys.stdout, reports)
     if args.json is not None:

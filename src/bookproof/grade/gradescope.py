@@ -3,18 +3,24 @@
 Gradescope unpacks the zip into `/autograder/source/`, builds an image by
 running `setup.sh` there once (as root, on its Ubuntu base image), then, for
 each submission, copies the learner's files into `/autograder/submission/`
-and runs `run_autograder`,
-which must leave `/autograder/results/results.json`. Ours installs
-bubblewrap and uv, and the project from its lock file; `run_autograder` runs
-the same grader an instructor runs (`--gradescope`), so the points and the
-feedback are the ones the CLI gives.
+and runs `run_autograder` as root in a container of that image, which must
+leave `/autograder/results/results.json`. Ours installs what is missing
+(bubblewrap, Python, uv) and the project from its lock file; `run_autograder`
+runs the same grader an instructor runs (`--gradescope`), so the points and
+the feedback are the ones the CLI gives.
+
+Gradescope's containers may refuse the user namespaces bubblewrap needs.
+Then (`--isolation auto`, the default) each submission runs in process mode
+as the unprivileged user nobody, with the same limits: `run_autograder`
+first closes the reference, the grader's source and the results folder to
+every user but root. A run that cannot grade at all (the grader exits
+non-zero) leaves no results.json and exits non-zero: Gradescope records no
+score and says the autograder failed, never a 0.
 
 The zip holds what grading needs and nothing more: the project's metadata
 and lock file, `src/` (the grader and the runtime a submission imports),
 the grader's script, and the book's reference solution (its learner-test
-checks run faulty versions of it). The reference never reaches a
-submission's sandbox; in process-only mode it is readable by the submission,
-which is one reason that mode must be chosen explicitly.
+checks run faulty versions of it, in the oracle, which runs as root).
 """
 
 from __future__ import annotations
@@ -29,7 +35,6 @@ from pathlib import Path
 from bookproof.grade.book import Book, BookError
 from bookproof.grade.books import load_book
 from bookproof.grade.learner_tests import ROOT
-from bookproof.grade.sandbox import Isolation
 
 __all__ = ["autograder_files", "build_autograder", "main"]
 
@@ -42,41 +47,71 @@ SETUP = """\
 # Gradescope runs this once, as root, when it builds the autograder's image.
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq bubblewrap python3 python3-pip ca-certificates >/dev/null
-python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
-cd /autograder/source
+# Only what is missing is installed: an image that has it all needs no network here.
+if ! command -v bwrap >/dev/null || ! command -v python3 >/dev/null; then
+  apt-get update -qq
+  apt-get install -y -qq bubblewrap python3 python3-pip ca-certificates >/dev/null
+fi
+if ! command -v uv >/dev/null; then
+  python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
+fi
+# A Python that uv installs goes where every user can read it, not under /root:
+# where the container refuses bubblewrap, submissions run as the user nobody.
+export UV_PYTHON_INSTALL_DIR="${UV_PYTHON_INSTALL_DIR:-/opt/uv/python}"
+cd "${AUTOGRADER_ROOT:-/autograder}/source"
 uv sync --locked --quiet
+chmod -R a+rX .venv src/sovereign_agent
+if [ -d "$UV_PYTHON_INSTALL_DIR" ]; then chmod -R a+rX "$UV_PYTHON_INSTALL_DIR"; fi
+# The reference and the grader are root's alone (run_autograder says so again).
+chmod 0700 solutions src/bookproof
 """
 
 RUN = """\
 #!/usr/bin/env bash
-# Gradescope runs this for each submission; it must leave results/results.json.
+# Gradescope runs this for each submission, as root. It leaves
+# results/results.json only when the grader graded: a run that could not grade
+# exits non-zero without one, which Gradescope reports as "The autograder failed
+# to execute correctly" (no score, never a 0), with this script's output, the
+# reason among it, for the instructor.
 set -uo pipefail
 root="${{AUTOGRADER_ROOT:-/autograder}}"
-mkdir -p "$root/results"
-cd "$root/source"
-uv run --locked --offline python scripts/grade_exercises.py \\
-  --book {book} --isolation {isolation} --gradescope "$root/results" \\
-  "$root/submission" > "$root/results/grader.log" 2>&1
-status=$?
-if [ "$status" -ne 0 ]; then
-  # No grade without the sandbox asked for: say so, in the results themselves.
-  python3 - "$root/results/results.json" "$status" "$root/results/grader.log" <<'EOF'
-import json, sys
-path, status, log = sys.argv[1], sys.argv[2], sys.argv[3]
-with open(log, encoding="utf-8", errors="replace") as handle:
-    tail = handle.read()[-2000:]
-message = (
-    "The autograder could not grade this submission (grader exit status " + status + "). "
-    "Your instructor can read why below.\\n\\n" + tail
-)
-with open(path, "w", encoding="utf-8") as handle:
-    json.dump({{"score": 0, "output": message, "visibility": "visible", "tests": []}}, handle)
-EOF
+results="$root/results"
+mkdir -p "$results"
+rm -f "$results/results.json"
+# Nothing of the autograder's for a submission's user to read or write: the
+# reference, the grader's source, the results, Gradescope's metadata.
+chmod 0700 "$results" "$root/source/solutions" "$root/source/src/bookproof" || exit 1
+if [ -e "$root/submission_metadata.json" ]; then
+  chmod 0600 "$root/submission_metadata.json" || exit 1
 fi
-exit 0
+cd "$root/source" || exit 1
+python=.venv/bin/python
+isolation={isolation}
+if [ "$isolation" = auto ]; then
+  # bubblewrap where the container allows it; else each submission as nobody.
+  probe='import sys; from sovereign_agent.sandbox import bubblewrap_problem as p
+sys.exit(p() is not None)'
+  if "$python" -c "$probe"; then
+    isolation=bubblewrap
+  else
+    isolation=unprivileged
+  fi
+fi
+"$python" scripts/grade_exercises.py --book {book} --isolation "$isolation" \\
+  --gradescope "$results" "$root/submission" > "$results/grader.log" 2>&1
+status=$?
+# Gradescope shows this output to the instructor, never to the learner.
+cat "$results/grader.log"
+if [ "$status" -ne 0 ]; then
+  rm -f "$results/results.json"
+  echo "run_autograder: no grade recorded: the grader exited with status $status."
+  exit 1
+fi
 """
+
+# The isolation a built autograder grades in; "auto" is bubblewrap where the
+# container allows it, else process mode as the user nobody, never weaker.
+BUILD_ISOLATION = ("auto", "bubblewrap", "unprivileged")
 
 
 def _tree(root: Path, relative: str) -> Iterator[Path]:
@@ -115,7 +150,7 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes, *, executable: bool) 
     archive.writestr(info, data)
 
 
-def build_autograder(root: Path, book: Book, out: Path, *, isolation: Isolation) -> None:
+def build_autograder(root: Path, book: Book, out: Path, *, isolation: str = "auto") -> None:
     """Write the zip: setup.sh, run_autograder and the sources, all from its root.
 
     Gradescope unpacks it into /autograder/source and copies run_autograder
@@ -123,7 +158,9 @@ def build_autograder(root: Path, book: Book, out: Path, *, isolation: Isolation)
     """
     with zipfile.ZipFile(out, "w") as archive:
         _add(archive, "setup.sh", SETUP.encode(), executable=True)
-        run = RUN.format(book=book.number, isolation=isolation.value)
+        if isolation not in BUILD_ISOLATION:
+            raise ValueError(f"isolation must be one of {BUILD_ISOLATION}, not {isolation!r}")
+        run = RUN.format(book=book.number, isolation=isolation)
         _add(archive, "run_autograder", run.encode(), executable=True)
         for name, path in autograder_files(root, book):
             _add(archive, name, path.read_bytes(), executable=False)
@@ -138,11 +175,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="the zip to write")
     parser.add_argument(
         "--isolation",
-        choices=[mode.value for mode in Isolation],
-        default=Isolation.BUBBLEWRAP.value,
-        help="bubblewrap (default): a submission that cannot be sandboxed gets no grade and a "
-        "message saying why; process: accept the weaker mode, in which a submission can read "
-        "the autograder's files (the reference solution among them)",
+        choices=BUILD_ISOLATION,
+        default="auto",
+        help="auto (default): bubblewrap where Gradescope's container allows it, else each "
+        "submission as the unprivileged user nobody, which cannot read the reference or the "
+        "grader; bubblewrap or unprivileged: that mode only. Where the mode cannot be had, "
+        "a submission gets no score (Gradescope's 'autograder failed'), never a 0",
     )
     args = parser.parse_args(argv)
     try:
@@ -153,6 +191,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.out.parent.is_dir():
         print(f"build_gradescope_autograder: no folder for {args.out}", file=sys.stderr)
         return 2
-    build_autograder(ROOT, book, args.out, isolation=Isolation(args.isolation))
+    build_autograder(ROOT, book, args.out, isolation=args.isolation)
     print(f"wrote {args.out}: upload it as the autograder of {book.title}")
     return 0

@@ -189,6 +189,7 @@ class _Oracle:
                     reference.parent,
                     (theirs.fileno(),),
                     extra={"src": _SOURCE},
+                    learner_code=False,
                 ),
                 self._scratch,
             )
@@ -302,7 +303,9 @@ def _run(
     ours, theirs = socket.socketpair()
     learner = None
     try:
-        folder = scratch / "submission"
+        # Reached by the child's user through a scratch folder it cannot list.
+        os.chmod(scratch, 0o711)
+        folder = scratch / f"submission-{secrets.token_hex(8)}"
         shutil.copytree(copy, folder)
         stand_in = folder / f"{group.book.module}.py"
         stand_in.unlink(missing_ok=True)

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from bookproof.grade.book import BASELINE, EXERCISE, Book
 from bookproof.grade.runner import SubmissionReport
-from bookproof.grade.sandbox import Isolation
+from bookproof.grade.sandbox import Isolation, describe
 
 __all__ = [
     "gradescope_results",
@@ -185,7 +185,8 @@ def gradescope_results(book: Book, report: SubmissionReport, *, seed: int) -> di
         "output": (
             f"{book.title}: {report.total}/{report.max} "
             f"(chapter baseline {base}/{base_max}, exercises {work}/{work_max}). "
-            f"Graded in isolation mode {report.isolation.value}, seed {seed}."
+            f"Graded in isolation mode {report.isolation.value} ({describe(report.isolation)}), "
+            f"seed {seed}."
         ),
         "visibility": "visible",
         "stdout_visibility": "hidden",

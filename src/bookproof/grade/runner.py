@@ -18,7 +18,9 @@ the check it requires has passed.
 from __future__ import annotations
 
 import itertools
+import os
 import random
+import secrets
 import shutil
 import tempfile
 import time
@@ -89,12 +91,18 @@ def grade_submission(
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="bookproof-grade-"))
     try:
-        copy = scratch / "submission"
+        # In process mode the child finds these folders at their real paths, as
+        # its own user: it may pass through the scratch folder (never list it)
+        # to names no other submission's child can guess.
+        os.chmod(scratch, 0o711)
+        token = secrets.token_hex(8)
+        copy = scratch / f"submission-{token}"
         problem = copy_submission(folder, copy, book.files)
         if problem is not None:
             outcomes = {check.id: _charge(check, "error", problem) for check in book.checks}
         else:
-            outcomes = _grade_copy(copy, scratch / "files", book, isolation, limits, seed)
+            files = scratch / f"files-{token}"
+            outcomes = _grade_copy(copy, files, book, isolation, limits, seed)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     ordered = tuple(_credit(check, outcomes) for check in book.checks)

@@ -1,60 +1,69 @@
-"""Starting a Python process the grader does not trust: in a bubblewrap sandbox, or only limited.
+"""The grader's use of the runtime's sandbox (`sovereign_agent.sandbox`): what a child sees.
 
-Two isolation modes, chosen by the instructor and recorded in every report:
+The boundary itself (bubblewrap's namespaces, the unprivileged user of
+process mode, rlimits, the seccomp filter) is the runtime's, shared with any
+tool that runs untrusted Python. This module holds the grader's policy:
 
-- `bubblewrap` (the default): the process runs in its own user, mount, PID,
-  network, IPC and UTS namespaces. Its filesystem holds the interpreter and
-  the libraries it loads (read-only), the book's runtime `sovereign_agent`
-  (read-only), the grader's small `gradechild` package (read-only), and one
-  folder of files the grader copied for it (read-only, its working folder),
-  and, when a book's checks need them, the folders the grader made for those
-  checks (read-only, at `/files`). Its only writable place is a size-bounded
-  /tmp that disappears with it.
-  No other submission, no `solutions/`, no other grader source, no home
-  directory; a fixed, minimal environment; no network at all; it cannot see,
-  signal or outlive any process outside (`--die-with-parent`, and killing the
-  sandbox kills its whole PID namespace).
-- `process`: the same process, limits and fixed environment, but in the
-  grader's world: it can read whatever the grader's user can read and signal
-  the grader's processes. Only for machines without bubblewrap, and only when
-  the instructor says so (`--isolation process`).
+- what a grading child sees, read-only: its copied folder at `/submission`,
+  the folders the grader made for its checks at `/files`, the grader's small
+  `gradechild` package under `/grader`, and for the oracle the grader's source
+  and the reference under `/grader` too;
+- a fixed environment (pytest's own plugins only) and no network;
+- as whom it runs in process mode: a child that runs learner code as the
+  unprivileged user `nobody` when the grader is root and `nobody` can start
+  the interpreter (else as the grader, and `describe` says so); the oracle,
+  which runs none, as the grader;
+- the limits of a grading run (`Limits`): a clock per question, output and
+  memory bounds.
 
-In both modes the process applies its own limits first (`gradechild.limits`):
-memory, file size, CPU time, open files, and no new processes.
+In process mode a child finds its folders at their real paths; `gradechild`
+is copied into its scratch folder, so that it never needs to read the
+grader's source.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from bookproof.grade import child
+from sovereign_agent import sandbox as runtime
+from sovereign_agent.sandbox import (
+    NOBODY,
+    Isolation,
+    SandboxStopping,
+    View,
+    bubblewrap_problem,
+    drops_privileges,
+    exited,
+    stop,
+    stop_everything,
+)
 
 __all__ = [
     "CHILD_PACKAGE",
     "ENVIRONMENT",
     "GradingStopped",
     "Isolation",
+    "IsolationFailed",
     "Launch",
     "Limits",
     "bubblewrap_problem",
+    "describe",
     "exited",
     "files_seen_at",
     "start",
     "stop",
     "stop_everything",
+    "unprivileged_problem",
 ]
 
 CHILD_PACKAGE = Path(child.__file__).resolve().parent
@@ -64,24 +73,19 @@ _FILES = "/files"
 _GRADER = "/grader"
 _CHILD_NAME = "gradechild"
 
-# The whole environment of a sandboxed process: nothing of the grader's.
+# The whole environment of a grading child: nothing of the grader's.
 ENVIRONMENT: Mapping[str, str] = {
-    "PATH": "/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "LC_ALL": "C.UTF-8",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONUNBUFFERED": "1",
+    **runtime.ENVIRONMENT,
     # A learner's tests run with pytest's own plugins only: the same for every
     # run, and no plugin's start-up cost on each of them.
     "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
 }
-# An unprivileged identity inside the sandbox, whoever runs the grader.
-_NOBODY = "65534"
+
+GradingStopped = SandboxStopping
 
 
-class Isolation(StrEnum):
-    BUBBLEWRAP = "bubblewrap"
-    PROCESS = "process"
+class IsolationFailed(RuntimeError):
+    """The sandbox could not be set up as promised: a fault of the machine, not of a submission."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ class Limits:
         return max(30.0, 3 * self.timeout)
 
     def for_child(self, cpu_seconds: float) -> dict[str, int]:
-        """The rlimits the child sets on itself (`gradechild.limits.apply`)."""
+        """The rlimits the child sets on itself (`gradechild.limits.start_up`)."""
         return {
             "memory_bytes": self.memory_bytes,
             "file_bytes": self.file_bytes,
@@ -127,6 +131,8 @@ class Launch:
     the grader's folder (for the oracle: the grader's source and the reference).
     `files` is the folder of the grader's own folders for a submission's checks
     (`bookproof.grade.files`), shown read-only where `files_seen_at` says.
+    `learner_code` is False only for the oracle, which runs none: in process
+    mode it keeps the grader's user, so that it can read the reference.
     """
 
     code: str
@@ -136,6 +142,7 @@ class Launch:
     extra: Mapping[str, Path] = field(default_factory=dict)
     tmp_bytes: int = Limits.tmp_bytes
     files: Path | None = None
+    learner_code: bool = True
 
 
 def files_seen_at(isolation: Isolation, files: Path) -> str:
@@ -143,112 +150,99 @@ def files_seen_at(isolation: Isolation, files: Path) -> str:
     return _FILES if isolation is Isolation.BUBBLEWRAP else str(files)
 
 
-class GradingStopped(RuntimeError):
-    """The grader is shutting down (interrupted): no new process may start."""
+def child_user(learner_code: bool = True) -> int | None:
+    """As whom a child runs in process mode when the grader is root (None: as the grader).
+
+    A child that runs learner code runs as `nobody` wherever that user can
+    start the interpreter; the oracle, which runs none, as the grader.
+    """
+    if not learner_code or os.geteuid() != 0 or unprivileged_problem() is not None:
+        return None
+    return NOBODY
 
 
-# Every process started and not yet stopped, so that an interrupted grader
-# can end them all before it exits.
-_LIVE: set[subprocess.Popen[bytes]] = set()
-_LIVE_LOCK = threading.Lock()
-_STOPPING = threading.Event()
+@functools.cache
+def unprivileged_problem() -> str | None:
+    """None when process mode here runs submissions as `nobody`; otherwise why not, in one line.
 
-
-def stop_everything() -> None:
-    """Refuse new processes from now on, and kill every live one."""
-    _STOPPING.set()
-    with _LIVE_LOCK:
-        live = list(_LIVE)
-    for process in live:
-        stop(process)
+    The grader must be root (only root can switch users), and `nobody` must be
+    able to start this interpreter and import the runtime and Pydantic from
+    where they are installed: an interpreter under a private home (a 0700
+    /root) is out of its reach.
+    """
+    if os.geteuid() != 0:
+        return "the grader is not root, so it cannot run a submission as another user"
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-I", "-B", "-c", "import pydantic, sovereign_agent.sandbox"],
+            capture_output=True,
+            cwd="/",
+            env=dict(ENVIRONMENT),
+            user=NOBODY,
+            group=NOBODY,
+            extra_groups=[],
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"user {NOBODY} cannot start {sys.executable} ({type(exc).__name__})"
+    if completed.returncode != 0:
+        return f"user {NOBODY} cannot start {sys.executable} and import the runtime"
+    return None
 
 
 def start(isolation: Isolation, launch: Launch, scratch: Path) -> subprocess.Popen[bytes]:
-    """Start the process with three pipes (stdin, stdout, stderr) in its own session.
+    """Start the child with three pipes (stdin, stdout, stderr) in its own session.
 
     `scratch` is an empty folder of the grader's, removed by the caller after
-    `stop`: the process-only mode's home and /tmp, and where it finds `gradechild`.
+    `stop`: in process mode, the child's home and where it finds `gradechild`.
     """
     if isolation is Isolation.BUBBLEWRAP:
-        grader, workdir = _GRADER, _WORKDIR
+        grader_folder = CHILD_PACKAGE.parent  # not shown: only its `gradechild` is
+        shown: dict[str, Path] = {f"{_GRADER}/{_CHILD_NAME}": CHILD_PACKAGE}
     else:
-        grader, workdir = str(scratch / "grader"), str(launch.folder)
-        Path(grader).mkdir()
-        (Path(grader) / _CHILD_NAME).symlink_to(CHILD_PACKAGE, target_is_directory=True)
+        grader_folder = scratch / "grader"
+        grader_folder.mkdir(mode=0o755)
+        # A copy, not a link: the grader's own source may be closed to the
+        # child's user (the Gradescope image closes it).
+        shutil.copytree(
+            CHILD_PACKAGE,
+            grader_folder / _CHILD_NAME,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
         for name, path in launch.extra.items():
-            (Path(grader) / name).symlink_to(path, target_is_directory=True)
+            (grader_folder / name).symlink_to(path, target_is_directory=True)
+        shown = {_GRADER: grader_folder}
+    for name, path in launch.extra.items():
+        shown.setdefault(f"{_GRADER}/{name}", path)
+    shown[_WORKDIR] = launch.folder
+    if launch.files is not None:
+        shown[_FILES] = launch.files
+    view = View(
+        shown,
+        _WORKDIR,
+        tmp_bytes=launch.tmp_bytes,
+        environment=dict(ENVIRONMENT),
+        user=child_user(launch.learner_code),
+    )
+    grader = _GRADER if isolation is Isolation.BUBBLEWRAP else str(grader_folder)
+    workdir = runtime.seen_at(isolation, view, _WORKDIR)
     extra = {name: f"{grader}/{name}" for name in launch.extra}
     config = _placed(launch.config, {"workdir": workdir, **extra})
-    command = [
-        sys.executable,
-        "-I",
-        "-c",
-        launch.code.format(grader=grader),
-        json.dumps(config),
-    ]
-    if isolation is Isolation.BUBBLEWRAP:
-        argv = [*_bubblewrap(launch, workdir), "--", *command]
-        env = dict(ENVIRONMENT)
-        cwd: Path | str = "/"
-    else:
-        home = scratch / "home"
-        home.mkdir()
-        argv = command
-        env = {**ENVIRONMENT, "HOME": str(home), "TMPDIR": str(home)}
-        cwd = launch.folder
-    with _LIVE_LOCK:
-        if _STOPPING.is_set():
-            raise GradingStopped("the grader is stopping")
-        process = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            cwd=cwd,
-            env=env,
-            close_fds=True,
-            pass_fds=launch.fds,
-            start_new_session=True,
-        )
-        _LIVE.add(process)
-    return process
-
-
-def stop(process: subprocess.Popen[bytes], *, close_streams: bool = True) -> None:
-    """Kill the process and everything it started, and reap it. Safe to call twice.
-
-    With `close_streams=False` its pipes stay open, for the caller to read what
-    it left in them before closing them.
-
-    In a bubblewrap sandbox, killing bwrap kills the sandbox's PID namespace
-    (`--die-with-parent` all the way down); in process mode, its session's group.
-    """
-    if process.returncode is None:
-        # Not reaped yet, so its pid (and its group's id) cannot have been reused.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-    process.wait()
-    with _LIVE_LOCK:
-        _LIVE.discard(process)
-    if not close_streams:
-        return
-    for stream in (process.stdin, process.stdout, process.stderr):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
-
-
-def exited(process: subprocess.Popen[bytes]) -> bool:
-    """Whether the process has ended, without reaping it (so `stop` can still kill its group)."""
-    if process.returncode is not None:
-        return True
+    # -I: no user site, no environment variables of Python's, no script folder
+    # on the path; -B: no bytecode written anywhere the child can reach.
+    argv = [sys.executable, "-I", "-B", "-c", launch.code.format(grader=grader), json.dumps(config)]
     try:
-        info = os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None
+        return runtime.start(isolation, view, argv, scratch, fds=launch.fds)
+    except SandboxStopping:
+        raise
+    except OSError as exc:
+        # The interpreter or a folder is out of the child user's reach: the
+        # machine's setup, never the submission's doing.
+        who = f"user {view.user}" if drops_privileges(isolation, view) else "the grader"
+        raise IsolationFailed(
+            f"could not start a sandboxed process as {who} ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _placed(value: Any, places: Mapping[str, str]) -> Any:
@@ -261,141 +255,19 @@ def _placed(value: Any, places: Mapping[str, str]) -> Any:
     return value
 
 
-# --- bubblewrap ------------------------------------------------------------------
-
-
-def _bubblewrap(launch: Launch, workdir: str) -> list[str]:
-    argv = [
-        _bwrap(),
-        "--unshare-all",
-        "--unshare-user",
-        "--uid",
-        _NOBODY,
-        "--gid",
-        _NOBODY,
-        "--hostname",
-        "sandbox",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "--clearenv",
-    ]
-    for name, value in ENVIRONMENT.items():
-        argv += ["--setenv", name, value]
-    argv += ["--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp"]
-    # The scratch /tmp first: a bind below /tmp (a project checked out there)
-    # must land on top of it, not be hidden by it.
-    argv += ["--size", str(launch.tmp_bytes), "--tmpfs", "/tmp"]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
-    argv += _system_view()
-    argv += ["--ro-bind", str(CHILD_PACKAGE), f"{_GRADER}/{_CHILD_NAME}"]
-    for name, path in launch.extra.items():
-        argv += ["--ro-bind", str(path), f"{_GRADER}/{name}"]
-    argv += ["--ro-bind", str(launch.folder), workdir]
-    if launch.files is not None:
-        argv += ["--ro-bind", str(launch.files), _FILES]
-    argv += ["--remount-ro", "/", "--chdir", workdir]
-    return argv
-
-
-@functools.cache
-def _bwrap() -> str:
-    path = shutil.which("bwrap")
-    if path is None:
-        raise FileNotFoundError("bwrap")
-    return path
-
-
-@functools.cache
-def _system_view() -> tuple[str, ...]:
-    """The read-only binds of every sandbox: the interpreter, what it loads, the runtime."""
-    binds: list[str] = []
-    seen: set[str] = set()
-
-    def bind(path: str) -> None:
-        if path not in seen and os.path.exists(path):
-            seen.add(path)
-            binds.extend(["--ro-bind", path, path])
-
-    # The system's shared libraries; top-level links (/lib -> usr/lib) kept as links.
-    for path in ("/usr/lib", "/usr/lib64", "/usr/lib32"):
-        bind(path)
-    for path in ("/lib", "/lib64", "/lib32", "/libx32"):
-        if os.path.islink(path):
-            binds.extend(["--symlink", os.readlink(path), path])
-        elif os.path.isdir(path):
-            bind(path)
-    bind("/etc/ld.so.cache")
-    # The interpreter: every link from the venv's `python` to the real file.
-    for kind, source, target in _link_chain(os.path.join(sys.prefix, "bin", "python")):
-        if kind == "link":
-            binds.extend(["--symlink", source, target])
-        else:
-            bind(target)
-    stdlib = os.path.dirname(os.__file__)
-    bind(stdlib)
-    import sysconfig
-
-    library = sysconfig.get_config_var("INSTSONAME")
-    if sysconfig.get_config_var("Py_ENABLE_SHARED") and library:
-        bind(os.path.join(str(sysconfig.get_config_var("LIBDIR")), str(library)))
-    # The environment's packages (pydantic, pytest ...) and its marker file.
-    if sys.prefix != sys.base_prefix:
-        bind(os.path.join(sys.prefix, "pyvenv.cfg"))
-        bind(os.path.join(sys.prefix, "lib"))
-        bind(os.path.join(sys.prefix, "lib64"))
-    # The book's runtime, which a submission may import; nothing else of the repository.
-    import sovereign_agent
-
-    bind(os.path.dirname(os.path.realpath(sovereign_agent.__file__)))
-    return tuple(binds)
-
-
-def _link_chain(path: str) -> list[tuple[str, str, str]]:
-    """("link", target, path) for each link on the way to a file, then ("file", "", file)."""
-    chain: list[tuple[str, str, str]] = []
-    current = os.path.abspath(path)
-    for _ in range(40):
-        if not os.path.islink(current):
-            chain.append(("file", "", current))
-            return chain
-        target = os.readlink(current)
-        chain.append(("link", target, current))
-        current = os.path.normpath(os.path.join(os.path.dirname(current), target))
-    raise OSError(f"too many links from {path}")
-
-
-@functools.cache
-def bubblewrap_problem() -> str | None:
-    """None when bubblewrap sandboxes work here; otherwise why not, in one line."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap is not installed (Debian and Ubuntu: sudo apt-get install bubblewrap)"
-    try:
-        completed = subprocess.run(
-            [
-                *_bubblewrap(Launch("", {}, CHILD_PACKAGE), _WORKDIR),
-                "--",
-                sys.executable,
-                "-I",
-                "-c",
-                "import pydantic, sovereign_agent",
-            ],
-            capture_output=True,
-            env=dict(ENVIRONMENT),
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap could not start a sandbox ({type(exc).__name__})"
-    if completed.returncode != 0:
-        reason = completed.stderr.decode("utf-8", "replace").strip().splitlines()
-        return "bubblewrap could not start a sandbox here" + (f": {reason[-1]}" if reason else "")
-    return None
-
-
 def describe(isolation: Isolation) -> str:
     """One line for the terminal and the reports' readers: what a submission could reach."""
     if isolation is Isolation.BUBBLEWRAP:
         return "bubblewrap sandbox: each submission sees only its own files"
+    if child_user() is not None:
+        return (
+            f"process isolation as the unprivileged user {NOBODY} (nobody): a submission "
+            "can read only what that user can read and write nothing of the grader's, "
+            "with the same limits, but it has the machine's network"
+        )
+    if os.geteuid() == 0:
+        return (
+            f"process only, as root ({unprivileged_problem()}): submissions can read and "
+            "write what root can; a batch that finds its environment changed fails"
+        )
     return "process only: submissions run as the grader's user and can read what it can read"

@@ -31,9 +31,17 @@ from bookproof.grade.child.encoding import FrameError, decode_json, make_encoder
 from bookproof.grade.child.harness import EXCEPTION_NAMES
 from bookproof.grade.child.limits import READY
 from bookproof.grade.questions import Answer
-from bookproof.grade.sandbox import Isolation, Launch, Limits, start, stop
+from bookproof.grade.sandbox import Isolation, IsolationFailed, Launch, Limits, start, stop
 
-__all__ = ["ANSWER_LIMIT", "OUTCOMES", "ChildGone", "Outcome", "Session", "exception_name"]
+__all__ = [
+    "ANSWER_LIMIT",
+    "OUTCOMES",
+    "ChildGone",
+    "IsolationFailed",
+    "Outcome",
+    "Session",
+    "exception_name",
+]
 
 Outcome = Literal["passed", "failed", "locked", "error", "timeout", "out of memory", "crashed"]
 OUTCOMES: tuple[Outcome, ...] = (
@@ -58,10 +66,6 @@ class ChildGone(Exception):
         super().__init__(message)
         self.outcome: Outcome = outcome
         self.message = message
-
-
-class IsolationFailed(RuntimeError):
-    """The sandbox could not be set up as promised: a fault of the machine, not of a submission."""
 
 
 def exception_name(names: frozenset[str]) -> str:
