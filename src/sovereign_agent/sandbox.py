@@ -1,4 +1,4 @@
-"""Running a Python process the caller does not trust: in a bubblewrap sandbox, or only limited.
+"""Support the book does not print: running Python the caller does not trust, sandboxed or limited.
 
 The boundary has two halves, both here because each is useless alone:
 
