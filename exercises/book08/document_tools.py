@@ -101,11 +101,31 @@ def open_inside(root: Path, name: str) -> int:
         raise DocumentError(name, reason) from None
     finally:
         os.close(folder)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode):
         # A folder, a FIFO, a socket or a device: none of them is a note.
         os.close(descriptor)
         raise DocumentError(name, "not a regular file")
+    if info.st_nlink > 1:
+        # A hard link is the same file under a second name, and that name can
+        # be anywhere on the disk: a private file linked into the folder would
+        # be read as a note. Asked of the open file, so no rename can dodge it.
+        os.close(descriptor)
+        raise DocumentError(name, "a hard link; a document is a file with one name")
     return descriptor
+
+
+def invisible_in(text: str) -> str | None:
+    """The first character of `text` that a person reading it would not see, or None.
+
+    Control characters and invisible formatting (zero-width spaces, direction
+    overrides, tag characters) would let the model read words that Lucy,
+    reading the same text, never sees.
+    """
+    for character in text:
+        if character not in _LAYOUT and unicodedata.category(character) in ("Cc", "Cf"):
+            return character
+    return None
 
 
 def read_document_text(root: Path, name: str) -> str:
@@ -119,12 +139,9 @@ def read_document_text(root: Path, name: str) -> str:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise DocumentError(name, "not UTF-8 text") from None
-    for character in text:
-        # Control characters and invisible formatting (zero-width spaces,
-        # direction overrides, tag characters) would let the model read
-        # words that Lucy, reading the same note, never sees.
-        if character not in _LAYOUT and unicodedata.category(character) in ("Cc", "Cf"):
-            raise DocumentError(name, f"holds the invisible character U+{ord(character):04X}")
+    hidden = invisible_in(text)
+    if hidden is not None:
+        raise DocumentError(name, f"holds the invisible character U+{ord(hidden):04X}")
     return text
 
 

@@ -45,8 +45,8 @@ S_FOLDER = BOOK.section("8.4 One folder, and nothing outside it")
 S_LABEL = BOOK.section("8.5 Text labelled as data")
 S_NARROW = BOOK.section("8.6 Reading removes the tools that write")
 S_ORDER = BOOK.section("8.8 Before and after a read")
-S_UNIT_A = BOOK.section("8.15 Exercises") + " (Exercise Book 8, Unit A)"
-S_UNIT_B = BOOK.section("8.15 Exercises") + " (Exercise Book 8, Unit B)"
+S_UNIT_A = BOOK.section("8.16 Exercises") + " (Exercise Book 8, Unit A)"
+S_UNIT_B = BOOK.section("8.16 Exercises") + " (Exercise Book 8, Unit B)"
 
 # Chapter 8's facts, written out again: the label, the bounds, the tools.
 UNTRUSTED = (
