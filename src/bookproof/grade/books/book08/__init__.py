@@ -26,7 +26,7 @@ import importlib
 from bookproof.grade.books.book08.common import BOOK
 
 # Each part declares its checks as it is imported: this order is the report's.
-for _part in ("chapter", "listing", "handles"):
+for _part in ("chapter", "listing", "handles", "vendor"):
     importlib.import_module(f"{__name__}.{_part}")
 
 __all__ = ["BOOK"]

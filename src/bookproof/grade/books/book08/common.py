@@ -25,6 +25,7 @@ S_NARROW = BOOK.section("8.6 Reading removes the tools that write")
 S_ORDER = BOOK.section("8.8 Before and after a read")
 S_UNIT_A = BOOK.section("8.16 Exercises") + " (Exercise Book 8, Unit A)"
 S_UNIT_B = BOOK.section("8.16 Exercises") + " (Exercise Book 8, Unit B)"
+S_UNIT_C = BOOK.section("8.12 A skill from outside the shop") + " (Exercise Book 8, Unit C)"
 
 # Chapter 8's facts, written out again: the label, the bounds, the tools.
 UNTRUSTED = (
