@@ -345,7 +345,14 @@ def read_skill(folder: Path, root: Path) -> Skill:
         # Chapter 8's rule for documents: what the model reads, Lucy can see.
         line = text[: text.index(hidden)].count("\n") + 1
         raise SkillError(path, line, f"holds the invisible character U+{ord(hidden):04X}")
-    return parse_skill(path, text)
+    skill = parse_skill(path, text)
+    hidden = invisible_in(skill.description)
+    if hidden is not None:
+        # YAML's double quotes can write one as an escape ("\u202e"), which
+        # the text above holds only as plain letters: the parsed value is checked too.
+        reason = f"its description holds the invisible character U+{ord(hidden):04X}"
+        raise SkillError(path, None, reason)
+    return skill
 
 
 def discover_skills(root: Path) -> tuple[Skill, ...]:

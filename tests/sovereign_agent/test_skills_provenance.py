@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sovereign_agent.documents import DocumentError, read_document_text
+from sovereign_agent.documents import DocumentError, invisible_in, read_document_text
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
@@ -332,3 +332,55 @@ def test_a_byte_order_mark_at_the_start_is_still_accepted(tmp_path: Path) -> Non
         "\ufeff" + skill_text("stock-check", "Call `list_stock`."), encoding="utf-8"
     )
     assert [skill.name for skill in discover_skills(tmp_path)] == ["stock-check"]
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.binary(max_size=600) | st.text(max_size=300).map(lambda t: t.encode("utf-8")))
+def test_any_bytes_in_a_skill_md_are_a_skill_or_a_skill_error_and_nothing_else(
+    tmp_path: Path, data: bytes
+) -> None:
+    # A vendor writes SKILL.md: whatever it holds, discovery answers with a
+    # skill or with a SkillError naming the file, never with another exception.
+    (tmp_path / "stock-check").mkdir(exist_ok=True)
+    (tmp_path / "stock-check/SKILL.md").write_bytes(b"---\nname: stock-check\n" + data)
+    try:
+        (skill,) = discover_skills(tmp_path)
+    except SkillError as error:
+        assert error.path in (tmp_path / "stock-check/SKILL.md", tmp_path / "stock-check")
+    else:
+        assert skill.name == "stock-check"
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(description=st.text(max_size=80), steps=st.text(min_size=1, max_size=80))
+def test_a_skill_that_is_accepted_holds_nothing_lucy_cannot_see(
+    tmp_path: Path, description: str, steps: str
+) -> None:
+    (tmp_path / "stock-check").mkdir(exist_ok=True)
+    text = f"---\nname: stock-check\ndescription: {description}\n---\n{steps}\n"
+    (tmp_path / "stock-check/SKILL.md").write_text(text, encoding="utf-8", newline="")
+    try:
+        (skill,) = discover_skills(tmp_path)
+    except SkillError:
+        return
+    for seen in (skill.description, skill.instructions):
+        assert invisible_in(seen) is None
+
+
+@pytest.mark.parametrize("escape", ["\\u202e", "\\x1b", "\\u200b", "\\U000E0041", "\\0"])
+def test_a_hidden_character_written_as_a_yaml_escape_is_refused_too(
+    tmp_path: Path, escape: str
+) -> None:
+    # The raw text holds only letters and a backslash; the parsed description
+    # would hold the character itself, and reach the model's catalogue.
+    (tmp_path / "stock-check").mkdir()
+    (tmp_path / "stock-check/SKILL.md").write_text(
+        f'---\nname: stock-check\ndescription: "Check {escape} the freezer"\n---\nSteps.\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(SkillError, match="its description holds the invisible character U"):
+        discover_skills(tmp_path)
