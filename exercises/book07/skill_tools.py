@@ -239,8 +239,9 @@ def read_skill(folder: Path, root: Path) -> Skill:
         raise SkillError(folder, None, "a skill's folder is named like a skill: a-z, 0-9 and -")
     refuse_links_out(Path(real), str(root))
     path = folder / SKILL_FILE
-    # Not following a link at the last step, and not waiting on a FIFO: what
-    # is opened is the file the checks above looked at, or nothing.
+    # Not following a link at the last step, and not waiting on a FIFO. Not
+    # race-free: realpath is a second look at the disk, and a SKILL.md swapped
+    # for a link after the walk above is resolved to wherever the link leads.
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         descriptor = os.open(os.path.realpath(path), flags)
@@ -342,11 +343,13 @@ def build_skill_tools(
     names = sorted(allowed)
     # The shop's own recipe (its copied rows, its prices) plus where the skills
     # are: a replay builds the same tools, and reads the skills as they are then.
+    # This code reads every folder as the shop's own, and the setup says so.
     setup = Setup(
         "sovereign_agent.skills:build_skill_tools",
         {
             **shop_tools.setup.arguments,
             "skills_root": os.path.abspath(skills_root),
+            "provenance": "shop",
             "allowed": names,
         },
     )

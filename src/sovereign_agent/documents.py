@@ -7,7 +7,8 @@ about the run, not about the model. The order below is the chapter's argument:
 
 1. finding the file: the name is walked one part at a time from the folder's
    own descriptor, never up with `..`, never through a link, and only a
-   regular file is opened; anything else is a `DocumentError` for the operator;
+   regular file with no second name (a hard link) is opened; anything else is
+   a `DocumentError` for the operator;
 2. reading it: at most `MAX_DOCUMENT_BYTES` of UTF-8 text, with no control or
    invisible characters in it;
 3. handing it over: between two lines the note cannot write, labelled as data
@@ -47,6 +48,7 @@ __all__ = [
     "boundary_of",
     "build_document_tools",
     "delimited",
+    "invisible_in",
     "open_inside",
     "read_document_text",
     "read_document_tool",
@@ -122,11 +124,31 @@ def open_inside(root: Path, name: str) -> int:
         raise DocumentError(name, reason) from None
     finally:
         os.close(folder)
-    if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode):
         # A folder, a FIFO, a socket or a device: none of them is a note.
         os.close(descriptor)
         raise DocumentError(name, "not a regular file")
+    if info.st_nlink > 1:
+        # A hard link is the same file under a second name, and that name can
+        # be anywhere on the disk: a private file linked into the folder would
+        # be read as a note. Asked of the open file, so no rename can dodge it.
+        os.close(descriptor)
+        raise DocumentError(name, "a hard link; a document is a file with one name")
     return descriptor
+
+
+def invisible_in(text: str) -> str | None:
+    """The first character of `text` that a person reading it would not see, or None.
+
+    Control characters and invisible formatting (zero-width spaces, direction
+    overrides, tag characters) would let the model read words that Lucy,
+    reading the same text, never sees.
+    """
+    for character in text:
+        if character not in _LAYOUT and unicodedata.category(character) in ("Cc", "Cf"):
+            return character
+    return None
 
 
 def read_document_text(root: Path, name: str) -> str:
@@ -140,12 +162,9 @@ def read_document_text(root: Path, name: str) -> str:
         text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise DocumentError(name, "not UTF-8 text") from None
-    for character in text:
-        # Control characters and invisible formatting (zero-width spaces,
-        # direction overrides, tag characters) would let the model read
-        # words that Lucy, reading the same note, never sees.
-        if character not in _LAYOUT and unicodedata.category(character) in ("Cc", "Cf"):
-            raise DocumentError(name, f"holds the invisible character U+{ord(character):04X}")
+    hidden = invisible_in(text)
+    if hidden is not None:
+        raise DocumentError(name, f"holds the invisible character U+{ord(hidden):04X}")
     return text
 
 

@@ -9,12 +9,18 @@ instructions. The order below is the chapter's argument:
    no deep nesting), then a Pydantic model that refuses unknown keys; every
    mistake is a `SkillError` naming the file and the line;
 2. finding the skills: each folder of one skills folder, none of whose links
-   lead outside it, and nothing in it a file cannot be;
+   lead outside it, and nothing in it a file cannot be; SKILL.md itself is
+   opened by chapter 8's descriptor walk (no link, no hard link, no race) and
+   held to chapter 8's character rules;
 3. progressive disclosure: the `load_skill` tool's description lists each
    skill's name and description, and only loading one returns its
    instructions;
 4. narrowing: a skill that lists tools returns `Narrow`, so the rest of the
-   run keeps only what it allowed already and the skill lists too.
+   run keeps only what it allowed already and the skill lists too;
+5. provenance (chapter 8): a skills folder is the shop's own only when it is
+   declared so. Loading an outside skill keeps only the tools that change
+   nothing, and a run whose catalogue holds outside skills may allow nothing
+   more from its first step.
 
 PyYAML is the optional `skills` extra: only this module imports it.
 """
@@ -28,10 +34,11 @@ import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sovereign_agent.documents import DocumentError, invisible_in, open_inside
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, Setup, ToolCall
 
@@ -49,8 +56,12 @@ __all__ = [
     "MAX_SKILL_BYTES",
     "MAX_SKILL_ENTRIES",
     "MAX_YAML_DEPTH",
+    "OUTSIDE",
+    "OUTSIDE_SKILL_KEEPS",
+    "SHOP_OWN",
     "SKILL_FILE",
     "FrontMatter",
+    "Provenance",
     "Skill",
     "SkillArguments",
     "SkillError",
@@ -81,6 +92,15 @@ MAX_YAML_DEPTH = 3
 MAX_SKILLS = 32
 # Files and folders inside one skill folder that are checked for links out.
 MAX_SKILL_ENTRIES = 1_000
+
+# Whose a skills folder is. Anything not declared the shop's own is outside.
+Provenance = Literal["shop", "outside"]
+SHOP_OWN: Provenance = "shop"
+OUTSIDE: Provenance = "outside"
+# What a run keeps once an outside skill is loaded: the shop's tools that
+# change nothing (chapter 8's rule for untrusted text), and load_skill, which
+# can only narrow further. A tool not named here is removed, whoever added it.
+OUTSIDE_SKILL_KEEPS = frozenset({"list_stock", "supplier", LOAD_SKILL})
 
 SKILL_NAME = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 ToolName = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[a-zA-Z0-9_-]+$")]
@@ -287,36 +307,52 @@ def refuse_links_out(folder: Path, root: str) -> None:
 
 
 def read_skill(folder: Path, root: Path) -> Skill:
-    """The skill in `folder`, one folder of the skills folder `root` (already resolved)."""
+    """The skill in `folder`, one folder of the skills folder `root` (already resolved).
+
+    SKILL.md is opened by chapter 8's descriptor walk from `root`, in one look
+    at the disk: a link, a hard link or anything but a regular file on the way
+    is refused at the moment of opening, so nothing can swap it in between.
+    """
     real = os.path.realpath(folder)
     if not is_inside(real, str(root)):
         raise SkillError(folder, None, "a link that leads outside the skills folder")
     if len(folder.name) > 64 or not re.fullmatch(SKILL_NAME, folder.name):
         raise SkillError(folder, None, "a skill's folder is named like a skill: a-z, 0-9 and -")
-    refuse_links_out(Path(real), str(root))
-    path = folder / SKILL_FILE
-    # Not following a link at the last step, and not waiting on a FIFO: what
-    # is opened is the file the checks above looked at, or nothing.
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        descriptor = os.open(os.path.realpath(path), flags)
-    except FileNotFoundError:
-        raise SkillError(folder, None, f"no {SKILL_FILE} in this folder") from None
+        refuse_links_out(Path(real), str(root))
     except OSError as error:
-        raise SkillError(path, None, f"cannot be opened: {error.strerror}") from None
+        # An entry changed between being listed and being looked at: the folder
+        # is being rewritten while it is read, and nothing from it is used.
+        raise SkillError(folder, None, f"changed while it was read: {error.strerror}") from None
+    path = folder / SKILL_FILE
+    try:
+        descriptor = open_inside(root, f"{folder.name}/{SKILL_FILE}")
+    except DocumentError as error:
+        if error.reason == "no such document":
+            raise SkillError(folder, None, f"no {SKILL_FILE} in this folder") from None
+        raise SkillError(path, None, error.reason) from None
     with os.fdopen(descriptor, "rb") as file:
-        info = os.fstat(file.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise SkillError(path, None, "not a regular file")
-        # Read one byte past the bound: a file that grew since fstat is caught too.
+        # Read one byte past the bound: a file that grew since it was opened is caught too.
         data = file.read(MAX_SKILL_BYTES + 1)
     if len(data) > MAX_SKILL_BYTES:
         raise SkillError(path, None, f"larger than {MAX_SKILL_BYTES} bytes, a skill's limit")
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
         raise SkillError(path, data[: error.start].count(b"\n") + 1, "not UTF-8 text") from None
-    return parse_skill(path, text)
+    hidden = invisible_in(text)
+    if hidden is not None:
+        # Chapter 8's rule for documents: what the model reads, Lucy can see.
+        line = text[: text.index(hidden)].count("\n") + 1
+        raise SkillError(path, line, f"holds the invisible character U+{ord(hidden):04X}")
+    skill = parse_skill(path, text)
+    hidden = invisible_in(skill.description)
+    if hidden is not None:
+        # YAML's double quotes can write one as an escape ("\u202e"), which
+        # the text above holds only as plain letters: the parsed value is checked too.
+        reason = f"its description holds the invisible character U+{ord(hidden):04X}"
+        raise SkillError(path, None, reason)
+    return skill
 
 
 def discover_skills(root: Path) -> tuple[Skill, ...]:
@@ -357,8 +393,17 @@ def skill_catalogue(skills: Iterable[Skill]) -> str:
     return "\n".join(f"- {skill.name}: {' '.join(skill.description.split())}" for skill in skills)
 
 
-def load_skill_tool(skills: Sequence[Skill]) -> ExecutableTool[SkillArguments]:
-    """The tool that hands the model one skill's instructions, and narrows the run to its tools."""
+def load_skill_tool(
+    skills: Sequence[Skill], *, provenance: Provenance = OUTSIDE
+) -> ExecutableTool[SkillArguments]:
+    """The tool that hands the model one skill's instructions, and narrows the run.
+
+    A skill of the shop's own narrows the run to the tools it lists. A skill
+    from outside is untrusted text, like a supplier's note: loading it keeps
+    only the tools that change nothing, whatever it lists, and when it lists none.
+    """
+    if provenance not in (SHOP_OWN, OUTSIDE):
+        raise ValueError(f"provenance must be {SHOP_OWN!r} or {OUTSIDE!r}, not {provenance!r}")
     by_name = {skill.name: skill for skill in skills}
     if len(by_name) < len(skills):
         raise ValueError("two skills share a name")
@@ -366,15 +411,27 @@ def load_skill_tool(skills: Sequence[Skill]) -> ExecutableTool[SkillArguments]:
     def load(arguments: SkillArguments) -> Any:
         skill = by_name[arguments.skill]
         value = {"skill": skill.name, "instructions": skill.instructions}
+        if provenance == OUTSIDE:
+            # Its own list can narrow further, never keep a tool that writes.
+            listed = OUTSIDE_SKILL_KEEPS if skill.allowed_tools is None else skill.allowed_tools
+            return Narrow(
+                value, keep=OUTSIDE_SKILL_KEEPS & listed, reason=f"outside skill {skill.name}"
+            )
         if skill.allowed_tools is None:
             return value
         return Narrow(value, keep=skill.allowed_tools, reason=f"skill {skill.name}")
 
+    warning = (
+        " These skills come from outside the shop: loading one keeps only the tools that "
+        "change nothing."
+        if provenance == OUTSIDE
+        else ""
+    )
     return ExecutableTool(
         name=LOAD_SKILL,
         description=(
             "Load a skill: step-by-step instructions for one kind of task. Loading one can "
-            "only narrow the tools of this run, to the tools the skill lists. Skills:\n"
+            f"only narrow the tools of this run, to the tools the skill lists.{warning} Skills:\n"
             + skill_catalogue(skills)
         ),
         arguments=SkillArguments,
@@ -387,27 +444,46 @@ def build_skill_tools(
     prices: Mapping[str, int] | None = None,
     *,
     skills_root: str,
+    provenance: Provenance = OUTSIDE,
     allowed: Iterable[str] = (*SHOP_TOOL_NAMES, LOAD_SKILL),
     before_write: Callable[[ToolCall], None] | None = None,
     hints: bool = False,
 ) -> Dispatcher:
-    """Lucy's shop tools and `load_skill` over the skills in `skills_root`, in one dispatcher."""
+    """Lucy's shop tools and `load_skill` over the skills in `skills_root`, in one dispatcher.
+
+    A skills folder is the shop's own only when `provenance` says so. An
+    outside folder's catalogue is in `load_skill`'s description, which the
+    model reads from the first step: such a run may only allow tools that
+    change nothing, and one that allows more is refused here, before it starts.
+    """
+    if provenance not in (SHOP_OWN, OUTSIDE):
+        raise ValueError(f"provenance must be {SHOP_OWN!r} or {OUTSIDE!r}, not {provenance!r}")
     skills = discover_skills(Path(skills_root))
+    names = sorted(allowed)
+    writing = [name for name in names if name not in OUTSIDE_SKILL_KEEPS]
+    if provenance == OUTSIDE and skills and writing:
+        raise SkillError(
+            Path(skills_root),
+            None,
+            "skills from outside the shop are offered only to runs whose tools change "
+            f"nothing, and this run allows {', '.join(writing)}",
+        )
     shop_tools = build_tools(shop, prices, hints=hints)
     assert shop_tools.setup is not None  # build_tools records one when it has no authority
-    names = sorted(allowed)
     # The shop's own recipe (its copied rows, its prices) plus where the skills
-    # are: a replay builds the same tools, and reads the skills as they are then.
+    # are and whose they are: a replay builds the same tools, and reads the
+    # skills as they are then.
     setup = Setup(
         "sovereign_agent.skills:build_skill_tools",
         {
             **shop_tools.setup.arguments,
             "skills_root": os.path.abspath(skills_root),
+            "provenance": provenance,
             "allowed": names,
         },
     )
     dispatcher = Dispatcher(
-        [*shop_tools.tools.values(), load_skill_tool(skills)],
+        [*shop_tools.tools.values(), load_skill_tool(skills, provenance=provenance)],
         allowed=names,
         before_write=before_write,
         hints=hints,

@@ -60,6 +60,11 @@ UNIT_B = {
     "ex2_tests_catch_shared_handles",
     "ex2_tests_catch_no_containment",
 }
+UNIT_C = {
+    "ex3_reads_a_vendor_skill",
+    "ex3_narrows_whatever_it_lists",
+    "ex3_refuses_what_chapter_8_refuses",
+}
 HANDLES_BEHAVIOUR = {
     "ex2_open_gives_handles",
     "ex2_text_reaches_lucy_only",
@@ -106,6 +111,33 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
             )
         ],
         HANDLES_BEHAVIOUR,
+    ),
+    # The naive reader of chapter 7: join the path and open it, links and all.
+    "vendor_skill_follows_links": (
+        [
+            (
+                "skill = read_skill(skills_root / arguments.skill, skills_root)",
+                "skill = parse_skill(skills_root / arguments.skill / 'SKILL.md', "
+                "(skills_root / arguments.skill / 'SKILL.md').read_text(encoding='utf-8'))",
+            ),
+            (
+                "from sovereign_agent.skills import read_skill",
+                "from sovereign_agent.skills import parse_skill, read_skill",
+            ),
+        ],
+        {"ex3_refuses_what_chapter_8_refuses"},
+    ),
+    # Chapter 7's rule: narrow to what the skill lists; a skill listing draft_order keeps it.
+    "vendor_skill_narrows_to_what_it_lists": (
+        [
+            (
+                '            keep=keep,\n            reason=f"outside skill {skill.name}",',
+                "            keep=keep if skill.allowed_tools is None else skill.allowed_tools,"
+                "\n"
+                '            reason=f"outside skill {skill.name}",',
+            )
+        ],
+        {"ex3_narrows_whatever_it_lists"},
     ),
 }
 
@@ -174,7 +206,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
 
 
 def test_the_reference_solution_scores_full_marks(report: dict[str, Graded]) -> None:
-    assert set(report["solution"].passed) == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert set(report["solution"].passed) == CHAPTER_CHECKS | UNIT_A | UNIT_B | UNIT_C
     assert report["solution"].full
 
 
@@ -184,7 +216,7 @@ def test_the_untouched_starter_earns_its_chapter_baseline_and_no_exercise_point(
     starter = report["starter"]
     assert starter.baseline == (6, 6)
     assert starter.exercises[0] == 0
-    assert starter.failed == UNIT_A | UNIT_B
+    assert starter.failed == UNIT_A | UNIT_B | UNIT_C
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -264,7 +296,7 @@ def test_the_grader_door_answers_in_plain_json_over_real_folders(tmp_path: Path)
     assert seen["missing"] == {"error": "no such documents folder"}
 
 
-@pytest.mark.parametrize("unit", ["unit_a", "unit_b"])
+@pytest.mark.parametrize("unit", ["unit_a", "unit_b", "unit_c"])
 def test_the_notebooks_are_generated_from_their_plans(unit: str) -> None:
     plan = BOOK / f"{unit}.md"
     expected = notebook_json(plan.read_text(encoding="utf-8"), source_name=plan.name)
@@ -296,13 +328,27 @@ def test_the_notebooks_are_generated_from_their_plans(unit: str) -> None:
                 "the model read the instruction: False",
             ],
         ),
+        (
+            "unit_c",
+            [
+                "['ok', 'ok', 'tool_not_allowed', 'ok']",
+                "[('outside skill bulk-buyer', ['draft_order', 'show_lucy'])]",
+                "['untrusted:']",
+                "[{'error': 'tool_failed', 'ok': False}] []",
+                "secret shown: False",
+            ],
+        ),
     ],
 )
 def test_the_check_cells_show_the_exercises_done_with_the_solution(
     tmp_path: Path, unit: str, with_the_solution: list[str]
 ) -> None:
     folder = tmp_path / "book08"
-    shutil.copytree(BOOK, folder, ignore=shutil.ignore_patterns("__pycache__", "unit_*_notes"))
+    shutil.copytree(
+        BOOK,
+        folder,
+        ignore=shutil.ignore_patterns("__pycache__", "unit_*_notes", "unit_*_skills"),
+    )
     (folder / "document_tools.py").write_text(SOLUTION, encoding="utf-8")
     (folder / "_cells.py").write_text(notebook_script(folder / f"{unit}.ipynb"), encoding="utf-8")
     result = run_in(folder, "_cells.py")

@@ -135,12 +135,20 @@ def test_links_that_stay_inside_the_skills_folder_are_accepted(skills: Path) -> 
     (shared / "style.md").write_text("Be brief.\n", encoding="utf-8")
     (skills / "stock-check/style.md").symlink_to("../.shared/style.md")
     write_skill(skills, "price-check")
-    (skills / "price-check/SKILL.md").unlink()
-    (skills / "price-check/SKILL.md").symlink_to("../.shared/price.md")
-    (shared / "price.md").write_text(
+    (skills / "price-check/style.md").symlink_to("../.shared/style.md")
+    assert [skill.name for skill in discover_skills(skills)] == ["price-check", "stock-check"]
+
+
+def test_a_skill_md_that_is_a_link_is_refused_even_when_it_stays_inside(skills: Path) -> None:
+    # Chapter 8: SKILL.md is opened by the descriptor walk, which follows no
+    # link at all; a skill's other files may still share one inside the folder.
+    (skills / ".shared").mkdir()
+    (skills / ".shared/price.md").write_text(
         "---\nname: price-check\ndescription: Prices.\n---\nCall `supplier`.\n", encoding="utf-8"
     )
-    assert [skill.name for skill in discover_skills(skills)] == ["price-check", "stock-check"]
+    (skills / "price-check").mkdir()
+    (skills / "price-check/SKILL.md").symlink_to("../.shared/price.md")
+    assert refusal(skills).reason == "a link; documents are read from plain files only"
 
 
 def test_a_fifo_in_a_skill_is_refused_without_waiting_on_it(skills: Path) -> None:
@@ -203,7 +211,7 @@ def test_a_skill_too_long_for_one_observation_is_refused_when_the_tools_are_buil
 ) -> None:
     write_skill(skills, "long-story", body="word " * 4_000)
     with pytest.raises(SkillError) as caught:
-        build_skill_tools(SHOP, skills_root=str(skills))
+        build_skill_tools(SHOP, skills_root=str(skills), provenance="shop")
     assert caught.value.path == skills / "long-story/SKILL.md"
     assert caught.value.reason == "too long to reach the model in one observation"
 

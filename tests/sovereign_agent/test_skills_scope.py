@@ -149,7 +149,7 @@ def test_a_narrowing_holds_even_when_its_value_never_reaches_the_model() -> None
 
 def run_skills(*script: AssistantMessage, **options: Any) -> tuple[Any, ScriptedModel]:
     model = ScriptedModel(script)
-    tools = build_skill_tools(SHOP, skills_root=SKILLS, **options)
+    tools = build_skill_tools(SHOP, skills_root=SKILLS, provenance="shop", **options)
     record = run_task(model, tools, "Plan the morning.", max_steps=6, max_tool_calls=8)
     return record, model
 
@@ -218,7 +218,7 @@ def test_bulk_buyer_gets_nothing_more_even_when_place_order_is_registered() -> N
         handler=lambda _: orders.append("500 vanilla"),
         consequential=True,
     )
-    base = build_skill_tools(SHOP, skills_root=SKILLS)
+    base = build_skill_tools(SHOP, skills_root=SKILLS, provenance="shop")
     tools = Dispatcher(
         [*base.tools.values(), place_order], allowed=base.allowed, before_write=lambda call: None
     )
@@ -285,7 +285,10 @@ def test_an_unknown_skill_fails_and_a_bad_name_is_invalid_and_neither_narrows() 
 
 def test_a_skill_that_lists_no_tools_leaves_the_run_as_it_was() -> None:
     skill = Skill("advice", "Advice only.", None, "Be kind.", Path("advice/SKILL.md"))
-    tools = Dispatcher([load_skill_tool([skill]), plain("alpha")], allowed=["load_skill", "alpha"])
+    tools = Dispatcher(
+        [load_skill_tool([skill], provenance="shop"), plain("alpha")],
+        allowed=["load_skill", "alpha"],
+    )
     model = ScriptedModel(
         [turn(ask("c1", "load_skill", skill="advice")), AssistantMessage(content="ok")]
     )
@@ -295,7 +298,9 @@ def test_a_skill_that_lists_no_tools_leaves_the_run_as_it_was() -> None:
 
 
 def test_the_model_is_told_each_skills_name_and_description_and_nothing_more() -> None:
-    schema = build_skill_tools(SHOP, skills_root=SKILLS).tools[LOAD_SKILL].schema()
+    schema = (
+        build_skill_tools(SHOP, skills_root=SKILLS, provenance="shop").tools[LOAD_SKILL].schema()
+    )
     description = schema["function"]["description"]
     assert description.endswith(
         "Skills:\n"
@@ -326,7 +331,10 @@ def test_the_tools_offered_are_always_within_the_run_and_every_skill_loaded(
         for index, (name, tools) in enumerate(loads)
     }
     tools = Dispatcher(
-        [load_skill_tool(list(skills.values())), *(plain(n) for n in NAMES if n != LOAD_SKILL)],
+        [
+            load_skill_tool(list(skills.values()), provenance="shop"),
+            *(plain(n) for n in NAMES if n != LOAD_SKILL),
+        ],
         allowed=run_allowed,
     )
     script = [turn(ask(f"c{i}", LOAD_SKILL, skill=name)) for i, name in enumerate(skills)]

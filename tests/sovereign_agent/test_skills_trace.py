@@ -50,7 +50,7 @@ def recorded(script: list[AssistantMessage]) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
     run_task(
         ScriptedModel(script),
-        build_skill_tools(SHOP, skills_root=SKILLS),
+        build_skill_tools(SHOP, skills_root=SKILLS, provenance="shop"),
         "Stock up for the festival.",
         max_steps=4,
         max_tool_calls=4,
@@ -93,7 +93,10 @@ def test_a_skill_run_reads_back_and_its_setup_names_the_skills_folder() -> None:
     assert setup.arguments["allowed"] == ["draft_order", "list_stock", "load_skill", "supplier"]
     # The recipe rebuilds the same tools: a replay starts where the run started.
     rebuilt = build_skill_tools(**setup.arguments)
-    assert rebuilt.schemas() == build_skill_tools(SHOP, skills_root=SKILLS).schemas()
+    assert (
+        rebuilt.schemas()
+        == build_skill_tools(SHOP, skills_root=SKILLS, provenance="shop").schemas()
+    )
 
 
 def test_a_narrowing_out_of_place_is_refused_by_the_reader() -> None:
@@ -117,8 +120,8 @@ shop = {SHOP!r}
 arguments = '{{"skill": "morning-reorder"}}'
 load = AssistantToolCall(id="c1", name="load_skill", arguments_json=arguments)
 model = ScriptedModel([AssistantMessage(tool_calls=(load,)), AssistantMessage(content="ok")])
-run_task(model, build_skill_tools(shop, skills_root={SKILLS!r}), "Plan.", max_steps=3,
-         max_tool_calls=3)
+tools = build_skill_tools(shop, skills_root={SKILLS!r}, provenance="shop")
+run_task(model, tools, "Plan.", max_steps=3, max_tool_calls=3)
 """
     environment = {**os.environ, "SOVEREIGN_TRACE": str(trace)}
     subprocess.run([sys.executable, "-c", script], env=environment, check=True, timeout=120)
@@ -147,8 +150,8 @@ model = ScriptedModel([
                                  ask("c3", "list_stock"))),
     AssistantMessage(content="I cannot place orders."),
 ])
-run_task(model, build_skill_tools({SHOP!r}, skills_root={str(skills)!r}), "Stock up.",
-         max_steps=4, max_tool_calls=4)
+tools = build_skill_tools({SHOP!r}, skills_root={str(skills)!r}, provenance="shop")
+run_task(model, tools, "Stock up.", max_steps=4, max_tool_calls=4)
 """
     environment = {**os.environ, "SOVEREIGN_TRACE": str(trace)}
     subprocess.run([sys.executable, "-c", script], env=environment, check=True, timeout=120)

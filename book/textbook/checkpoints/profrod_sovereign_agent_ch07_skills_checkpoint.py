@@ -107,7 +107,9 @@ def main() -> int:
     print("skills:", ", ".join(skill.name for skill in discover_skills(SKILLS)))
 
     print("task:", MORNING_TASK)
-    tools = build_skill_tools(shop, skills_root=str(SKILLS))
+    # This chapter reads every folder as the shop's own; the package, from
+    # chapter 8 on, reads an undeclared folder as outside, so it is declared.
+    tools = build_skill_tools(shop, skills_root=str(SKILLS), provenance="shop")
     morning = run_task(
         morning_model,
         tools,
@@ -133,7 +135,7 @@ def main() -> int:
         handler=lambda args: orders.append("500 tubs of SKU-VANILLA"),
         consequential=True,
     )
-    skill_tools = build_skill_tools(shop, skills_root=str(SKILLS))
+    skill_tools = build_skill_tools(shop, skills_root=str(SKILLS), provenance="shop")
     # Registered and not allowed: the shop could buy, and this run may not.
     with_place_order = Dispatcher(
         [*skill_tools.tools.values(), place_order], allowed=skill_tools.allowed
