@@ -215,7 +215,7 @@ def test_every_factory_that_records_a_setup_is_known_with_the_arguments_it_recor
         build_tools(SHOP),
         variant_tools(SHOP, {"SKU-VANILLA": 250}),
         build_document_tools(SHOP, documents_root=str(books / "documents")),
-        build_skill_tools(SHOP, skills_root=str(books / "skills")),
+        build_skill_tools(SHOP, skills_root=str(books / "skills"), provenance="shop"),
     ]
     recorded = {d.setup.factory: d.setup for d in built if d.setup is not None}
     assert sorted(recorded) == sorted(KNOWN_SETUPS)

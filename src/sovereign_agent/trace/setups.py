@@ -81,7 +81,10 @@ KNOWN_SETUPS: Mapping[str, KnownSetup] = MappingProxyType(
         "sovereign_agent.skills:build_skill_tools": KnownSetup(
             "sovereign_agent.skills",
             "build_skill_tools",
-            _SHOP | {"skills_root"},
+            # `provenance` is a claim about the folder ("shop" or "outside"),
+            # checked by the factory itself; what the replayed tools can touch
+            # is still only in-memory shop rows and files under --root.
+            _SHOP | {"skills_root", "provenance"},
             folders=frozenset({"skills_root"}),
         ),
     }
