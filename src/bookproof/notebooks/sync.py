@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookproof.layout import BookLayout
+from bookproof.layout import REPO_ROOT, BookLayout
 from bookproof.notebooks.build import notebook_json
 
 __all__ = ["Pending", "main", "pending", "plans"]
@@ -60,7 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
     parser.add_argument(
-        "--root", type=Path, default=Path.cwd(), help="repository root (default: here)"
+        "--root",
+        type=Path,
+        default=REPO_ROOT,
+        help="repository root (default: this checkout, wherever it is run from)",
     )
     args = parser.parse_args(argv)
     root: Path = args.root
