@@ -36,6 +36,7 @@ __all__ = [
     "definitions",
     "parts",
     "run_checkpoint",
+    "run_python",
 ]
 
 # The sections every chapter ends with, in the book's format (book/FORMAT.md).
@@ -145,6 +146,7 @@ def chapter_problems(layout: BookLayout, chapter: ManifestChapter) -> list[str]:
 # Variables a developer's shell may carry; each test sets exactly the ones it means.
 PROVIDER_VARIABLES = (
     "SOVEREIGN_MODEL",
+    "SOVEREIGN_TRACE",
     "OPENAI_BASE_URL",
     "OPENAI_API_KEY",
     "ANTHROPIC_BASE_URL",
@@ -186,10 +188,17 @@ def run_checkpoint(
     checkpoint: Path, cwd: Path, **variables: str
 ) -> subprocess.CompletedProcess[str]:
     """Run a checkpoint script from `cwd` with exactly the provider `variables` given."""
+    return run_python(str(checkpoint), cwd=cwd, **variables)
+
+
+def run_python(
+    *argv: str, cwd: Path = REPO_ROOT, **variables: str
+) -> subprocess.CompletedProcess[str]:
+    """The test interpreter run with `argv` from `cwd`, and only the provider `variables` given."""
     env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
     env.update(variables)
     return subprocess.run(
-        [sys.executable, str(checkpoint)],
+        [sys.executable, *argv],
         cwd=cwd,
         env=env,
         capture_output=True,
