@@ -16,7 +16,7 @@ import nbformat
 
 from bookproof.notebooks.build import EXERCISE_TAG
 
-__all__ = ["PYTEST", "hand_in", "notebook_script", "run_in"]
+__all__ = ["PYTEST", "check_cell_lines", "hand_in", "notebook_script", "run_in"]
 
 # The learner-side tests, run inside a hand-in as a learner runs them.
 PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
@@ -52,3 +52,20 @@ def notebook_script(notebook: Path) -> str:
         for cell in cells
         if cell.cell_type == "code" and EXERCISE_TAG not in cell.metadata.get("tags", [])
     )
+
+
+def check_cell_lines(
+    tmp_path: Path, book: Path, module: str, text: str, unit: str, *left_out: str
+) -> list[str]:
+    """What a unit's notebook prints with `text` as the learner's `module`, line by line.
+
+    Its code cells, exercise cells left out, run as one script in a copy of the
+    exercise book `book` (without `__pycache__` and the `left_out` patterns).
+    """
+    folder = tmp_path / book.name
+    shutil.copytree(book, folder, ignore=shutil.ignore_patterns("__pycache__", *left_out))
+    (folder / module).write_text(text, encoding="utf-8")
+    (folder / "_cells.py").write_text(notebook_script(folder / f"{unit}.ipynb"), encoding="utf-8")
+    result = run_in(folder, "_cells.py")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()

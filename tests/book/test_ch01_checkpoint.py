@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from markdown_it import MarkdownIt
+from chapter_files import parts
 from provider_stub import (
     ANTHROPIC_ROUTE,
     OPENAI_ROUTE,
@@ -20,13 +20,12 @@ from provider_stub import (
     openai_text,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-TEXTBOOK = ROOT / "book" / "textbook"
-CHAPTER = TEXTBOOK / "ch01_first_model_call.md"
-CHECKPOINT = (
-    TEXTBOOK / "checkpoints" / "profrod_sovereign_agent_ch01_first_model_call_checkpoint.py"
-)
-LEARNER = TEXTBOOK / "learner" / "profrod_sovereign_agent_ch01_first_model_call_learner.py"
+from bookproof.layout import default_layout
+
+CHAPTER_1 = parts(1)
+ROOT = default_layout().root
+CHECKPOINT = CHAPTER_1.checkpoint
+LEARNER = CHAPTER_1.learner
 KEY = "secret-token-checkpoint-5e0d"
 STUB_BRIEF = "Stub brief: order 6 vanilla and 4 strawberry."
 
@@ -51,20 +50,6 @@ def run(path: Path, **settings: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=60,
     )
-
-
-def chapter_checkpoint_output() -> str:
-    fences = [t for t in MarkdownIt("commonmark").parse(CHAPTER.read_text()) if t.type == "fence"]
-    [block] = [t.content for t in fences if t.info.strip() == "checkpoint-output"]
-    return block
-
-
-def test_offline_checkpoint_prints_the_chapters_checkpoint_output_exactly():
-    result = run(CHECKPOINT)
-    assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
-    assert result.stdout == chapter_checkpoint_output()
-    assert result.stdout.startswith("Morning brief from offline (")
 
 
 def test_openai_checkpoint_sends_the_snapshot_and_prints_the_servers_reply():

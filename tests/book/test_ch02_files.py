@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-TEXTBOOK = ROOT / "book/textbook"
-CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch02_pydantic_shop_tools_checkpoint.py"
-LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch02_pydantic_shop_tools_learner.py"
-CHAPTER_1 = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch01_first_model_call_checkpoint.py"
+from chapter_files import definitions, parts
+
+from bookproof.layout import default_layout
+
+ROOT = default_layout().root
+CHECKPOINT = parts(2).checkpoint
+LEARNER = parts(2).learner
+CHAPTER_1 = parts(1).checkpoint
 
 EXPECTED_CHECKPOINT = (
     "[('SKU-CHOCOLATE', 0), ('SKU-STRAWBERRY', 4), ('SKU-VANILLA', 6)]\n"
@@ -28,12 +30,6 @@ def run_python(code_or_path: str | Path, cwd: Path) -> subprocess.CompletedProce
     else:
         argv = [sys.executable, "-c", code_or_path]
     return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
-
-
-def test_checkpoint_prints_exactly_the_three_lines_the_chapter_shows() -> None:
-    result = run_python(CHECKPOINT, cwd=ROOT)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == EXPECTED_CHECKPOINT
 
 
 def test_checkpoint_runs_from_any_working_directory(tmp_path: Path) -> None:
@@ -118,23 +114,14 @@ def test_learner_fixture_is_the_chapter_1_fixture(tmp_path: Path) -> None:
     assert run_python(code, cwd=tmp_path).stdout.strip() == "true"
 
 
-def _definitions(path: Path) -> dict[str, str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {
-        node.name: ast.dump(node)
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
-    }
-
-
 def test_every_learner_definition_lives_in_the_runtime() -> None:
     # The learner file is self-contained by design. Whether each copy is the
     # runtime's current version is held by test_runtime_grows_with_the_chapters;
     # this test says the copy holds nothing the runtime lacks, and the chapter's core.
-    runtime = _definitions(ROOT / "src/sovereign_agent/tools.py") | _definitions(
+    runtime = definitions(ROOT / "src/sovereign_agent/tools.py") | definitions(
         ROOT / "src/sovereign_agent/shop.py"
     )
-    learner = _definitions(LEARNER)
+    learner = definitions(LEARNER)
     assert set(learner) <= set(runtime)
     taught = {
         "ToolCall",

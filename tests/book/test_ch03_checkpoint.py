@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from markdown_it import MarkdownIt
+from chapter_files import checkpoint_output, parts
+from chapter_files import run_checkpoint as run_script
 from provider_stub import (
     ANTHROPIC_ROUTE,
     OPENAI_ROUTE,
@@ -20,58 +19,34 @@ from provider_stub import (
     openai_tool_calls,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
-TEXTBOOK = ROOT / "book/textbook"
-CHAPTER = TEXTBOOK / "ch03_bounded_agent_loop.md"
-CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch03_bounded_agent_loop_checkpoint.py"
+from bookproof.layout import default_layout
+
+ROOT = default_layout().root
+CHAPTER = parts(3).text
+CHECKPOINT = parts(3).checkpoint
 ANSWER = (
     "Draft 6 tubs of SKU-VANILLA (1,500 pence) and 4 tubs of SKU-STRAWBERRY (1,100 pence): "
     "2,600 pence in all. Nothing is bought yet."
 )
 VANILLA = '{"sku": "SKU-VANILLA", "quantity": 6}'
 STRAWBERRY = '{"sku": "SKU-STRAWBERRY", "quantity": 4}'
-# Variables a developer's shell may carry; each test sets exactly the ones it means.
-PROVIDER_VARIABLES = (
-    "SOVEREIGN_MODEL",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_API_KEY",
-)
-
-
-def chapter_checkpoint_output() -> str:
-    tokens = MarkdownIt("commonmark").parse(CHAPTER.read_text(encoding="utf-8"))
-    blocks = [t.content for t in tokens if t.type == "fence" and t.info == "checkpoint-output"]
-    assert len(blocks) == 1
-    return blocks[0]
 
 
 def run_checkpoint(cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
-    env.update(variables)
-    return subprocess.run(
-        [sys.executable, str(CHECKPOINT)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_script(CHECKPOINT, cwd, **variables)
 
 
 def test_offline_checkpoint_prints_the_chapters_checkpoint_output(tmp_path: Path) -> None:
     result = run_checkpoint(tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == chapter_checkpoint_output()
+    assert result.stdout == checkpoint_output(CHAPTER)
     assert "draft SKU-VANILLA: 6 tubs, 1500 pence" in result.stdout
     assert "drafts total: 2600 pence" in result.stdout
     assert "vanilla on hand: 2" in result.stdout
 
 
 def same_run_as_offline(stdout: str, label_prefix: str) -> None:
-    expected = chapter_checkpoint_output().splitlines()
+    expected = checkpoint_output(CHAPTER).splitlines()
     lines = stdout.splitlines()
     assert lines[0].startswith(f"model: {label_prefix}"), lines[0]
     assert "127.0.0.1" in lines[0]

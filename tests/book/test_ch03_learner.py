@@ -2,40 +2,15 @@
 
 from __future__ import annotations
 
-import ast
-import subprocess
-import sys
 from pathlib import Path
+
+from chapter_files import constants, definitions, parts, run_python
 
 import sovereign_agent.loop
 
-ROOT = Path(__file__).resolve().parents[2]
-TEXTBOOK = ROOT / "book/textbook"
-CHAPTER = TEXTBOOK / "ch03_bounded_agent_loop.md"
-LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch03_bounded_agent_loop_learner.py"
-CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch03_bounded_agent_loop_checkpoint.py"
+LEARNER = parts(3).learner
+CHECKPOINT = parts(3).checkpoint
 RUNTIME = Path(sovereign_agent.loop.__file__)
-
-
-def definitions(path: Path) -> dict[str, str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {
-        node.name: ast.dump(node, include_attributes=False)
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
-    }
-
-
-def constants(path: Path) -> dict[str, object]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: dict[str, object] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
-            try:
-                found[node.targets[0].id] = ast.literal_eval(node.value)
-            except ValueError:
-                continue
-    return found
 
 
 def test_the_loop_module_defines_only_what_the_chapter_teaches() -> None:
@@ -69,32 +44,20 @@ def test_the_checkpoint_uses_the_chapters_offline_model_unchanged() -> None:
         assert checkpoint[name] == learner.get(name), f"{name} differs from the learner file"
 
 
-def run_python(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *argv], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-    )
-
-
 def test_importing_the_learner_file_prints_nothing_and_contacts_no_model(tmp_path: Path) -> None:
     (tmp_path / "agent_loop.py").write_text(LEARNER.read_text(encoding="utf-8"), encoding="utf-8")
     code = (
         "import agent_loop, sys; sys.stderr.write(','.join(r.value for r in agent_loop.StopReason))"
     )
-    result = run_python(["-c", code], cwd=tmp_path)
+    result = run_python("-c", code, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     assert result.stderr == "final_answer,step_limit,tool_call_limit,model_error,duplicate_call_id"
 
 
 def test_running_the_learner_file_shows_the_morning_plan(tmp_path: Path) -> None:
-    result = run_python([str(LEARNER)], cwd=tmp_path)
+    result = run_python(str(LEARNER), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "stop: final_answer after 3 step(s)"
     assert 'model asks [call-3]: draft_order {"sku": "SKU-STRAWBERRY", "quantity": 4}' in lines
-
-
-def test_the_verifier_holds_for_the_chapter() -> None:
-    result = run_python(["scripts/verify_book_assets_v2.py", str(CHAPTER)], cwd=ROOT)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "everything verified holds" in result.stdout

@@ -15,7 +15,6 @@ from pathlib import Path
 
 from chapter_files import checkpoint_output, constants, definitions, run_checkpoint
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
-from verifying import verify
 
 import sovereign_agent.shop
 import sovereign_agent.store
@@ -182,9 +181,3 @@ def test_a_provider_named_without_its_key_is_refused_before_any_store_is_made(
     assert result.stdout == ""
     assert "ANTHROPIC_API_KEY" in result.stderr
     assert list(tmp_path.iterdir()) == []
-
-
-def test_the_verifier_holds_for_the_chapter() -> None:
-    result = verify(CHAPTER)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "everything verified holds" in result.stdout

@@ -7,35 +7,20 @@ chapter's code, must work on a machine where PyYAML is not installed.
 
 from __future__ import annotations
 
-import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from markdown_it import MarkdownIt
+from chapter_files import checkpoint_output, constants, definitions, parts, run_python
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
-from verifying import verify
 
 import sovereign_agent.skills
 
-ROOT = Path(__file__).resolve().parents[2]
-TEXTBOOK = ROOT / "book/textbook"
-CHAPTER = TEXTBOOK / "ch07_skills.md"
-CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch07_skills_checkpoint.py"
-LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch07_skills_learner.py"
+CHAPTER = parts(7).text
+CHECKPOINT = parts(7).checkpoint
+LEARNER = parts(7).learner
 RUNTIME = Path(sovereign_agent.skills.__file__)
 # Chapter 8 gives skills a provenance and a reader without a race: these three
 # are its versions in the runtime, held by tests/book/test_ch08_files.py.
 CHANGED_BY_CHAPTER_8 = {"read_skill", "load_skill_tool", "build_skill_tools"}
-PROVIDER_VARIABLES = (
-    "SOVEREIGN_MODEL",
-    "SOVEREIGN_TRACE",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_API_KEY",
-)
 
 # The facts the chapter promises, written out independently of the code.
 FACTS = (
@@ -56,47 +41,6 @@ FACTS = (
 )
 # Python, with PyYAML made impossible to import, as on a machine without the extra.
 WITHOUT_YAML = "import sys; sys.modules['yaml'] = None\n"
-
-
-def definitions(path: Path) -> dict[str, str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {
-        node.name: ast.dump(node, include_attributes=False)
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
-    }
-
-
-def constants(path: Path) -> dict[str, str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {
-        target.id: ast.dump(node.value, include_attributes=False)
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name) and target.id != "__all__"
-    }
-
-
-def chapter_checkpoint_output() -> str:
-    tokens = MarkdownIt("commonmark").parse(CHAPTER.read_text(encoding="utf-8"))
-    blocks = [t.content for t in tokens if t.type == "fence" and t.info == "checkpoint-output"]
-    assert len(blocks) == 1
-    return blocks[0]
-
-
-def python(*argv: str, cwd: Path = ROOT, **variables: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
-    env.update(variables)
-    return subprocess.run(
-        [sys.executable, *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_the_runtime_skills_module_is_the_one_the_chapter_teaches() -> None:
@@ -123,14 +67,14 @@ def test_the_runtime_exports_every_public_name_it_defines() -> None:
 
 
 def test_importing_the_learner_file_prints_nothing(tmp_path: Path) -> None:
-    result = python(str(LEARNER), cwd=tmp_path)
+    result = run_python(str(LEARNER), cwd=tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
 def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(tmp_path: Path) -> None:
-    result = python(str(CHECKPOINT), cwd=tmp_path)
+    result = run_python(str(CHECKPOINT), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == chapter_checkpoint_output()
+    assert result.stdout == checkpoint_output(CHAPTER)
     lines = result.stdout.splitlines()
     for fact in FACTS:
         assert fact in lines, fact
@@ -151,7 +95,7 @@ def test_a_provider_that_follows_the_bulk_buyer_still_cannot_buy() -> None:
             openai_tool_calls([("b2", "place_order", order)]),
             openai_text("Nothing could be ordered."),
         )
-        result = python(
+        result = run_python(
             str(CHECKPOINT),
             SOVEREIGN_MODEL="openai:test-model",
             OPENAI_BASE_URL=stub.openai_base_url,
@@ -167,7 +111,7 @@ def test_a_provider_that_follows_the_bulk_buyer_still_cannot_buy() -> None:
 
 
 def test_a_provider_named_without_its_key_is_refused_before_any_run(tmp_path: Path) -> None:
-    result = python(str(CHECKPOINT), cwd=tmp_path, SOVEREIGN_MODEL="anthropic:test-model")
+    result = run_python(str(CHECKPOINT), cwd=tmp_path, SOVEREIGN_MODEL="anthropic:test-model")
     assert (result.returncode, result.stdout) == (2, "")
     assert "ANTHROPIC_API_KEY" in result.stderr
 
@@ -184,21 +128,15 @@ def test_the_runtime_and_the_earlier_chapters_work_without_pyyaml() -> None:
         "sovereign_agent.trace.replay",
     ]
     script = WITHOUT_YAML + "".join(f"import {module}\n" for module in modules)
-    assert python("-c", script).returncode == 0
-    for number in ("ch02_pydantic_shop_tools", "ch03_bounded_agent_loop", "ch05_persistent_stock"):
-        checkpoint = TEXTBOOK / f"checkpoints/profrod_sovereign_agent_{number}_checkpoint.py"
+    assert run_python("-c", script).returncode == 0
+    for number in (2, 3, 5):
+        checkpoint = parts(number).checkpoint
         run = f"import runpy; runpy.run_path({str(checkpoint)!r}, run_name='__main__')"
-        result = python("-c", WITHOUT_YAML + run)
+        result = run_python("-c", WITHOUT_YAML + run)
         assert result.returncode == 0, (number, result.stderr)
 
 
 def test_the_skills_module_without_pyyaml_names_the_extra_to_install() -> None:
-    result = python("-c", WITHOUT_YAML + "import sovereign_agent.skills")
+    result = run_python("-c", WITHOUT_YAML + "import sovereign_agent.skills")
     assert result.returncode == 1
     assert "needs PyYAML: install the `skills` extra" in result.stderr
-
-
-def test_the_verifier_holds_for_the_chapter() -> None:
-    result = verify(CHAPTER)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "everything verified holds" in result.stdout

@@ -7,38 +7,23 @@ refusing, offline and against a real HTTP provider that follows the note.
 
 from __future__ import annotations
 
-import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from markdown_it import MarkdownIt
+from chapter_files import checkpoint_output, constants, definitions, parts, run_python
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
-from verifying import verify
 
 import sovereign_agent.documents
 import sovereign_agent.skills
 
-ROOT = Path(__file__).resolve().parents[2]
-TEXTBOOK = ROOT / "book/textbook"
-CHAPTER = TEXTBOOK / "ch08_untrusted_text.md"
-CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch08_untrusted_text_checkpoint.py"
-LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch08_untrusted_text_learner.py"
+CHAPTER = parts(8).text
+CHECKPOINT = parts(8).checkpoint
+LEARNER = parts(8).learner
 RUNTIME = Path(sovereign_agent.documents.__file__)
 SKILLS_RUNTIME = Path(sovereign_agent.skills.__file__)
 # What section 8.12 redefines of chapter 7's skills: the rest of the learner
 # file is the documents module.
 SKILL_DEFINITIONS = {"read_skill", "load_skill_tool", "build_skill_tools"}
 SKILL_CONSTANTS = {"SHOP_OWN", "OUTSIDE", "OUTSIDE_SKILL_KEEPS", "Provenance"}
-PROVIDER_VARIABLES = (
-    "SOVEREIGN_MODEL",
-    "SOVEREIGN_TRACE",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_API_KEY",
-)
 
 # The facts the chapter promises, written out independently of the code.
 FACTS = (
@@ -57,47 +42,6 @@ FACTS = (
 )
 # Python, with PyYAML made impossible to import, as on a machine without the skills extra.
 WITHOUT_YAML = "import sys; sys.modules['yaml'] = None\n"
-
-
-def definitions(path: Path) -> dict[str, str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {
-        node.name: ast.dump(node, include_attributes=False)
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
-    }
-
-
-def constants(path: Path) -> dict[str, str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {
-        target.id: ast.dump(node.value, include_attributes=False)
-        for node in tree.body
-        if isinstance(node, ast.Assign)
-        for target in node.targets
-        if isinstance(target, ast.Name) and target.id != "__all__"
-    }
-
-
-def chapter_checkpoint_output() -> str:
-    tokens = MarkdownIt("commonmark").parse(CHAPTER.read_text(encoding="utf-8"))
-    blocks = [t.content for t in tokens if t.type == "fence" and t.info == "checkpoint-output"]
-    assert len(blocks) == 1
-    return blocks[0]
-
-
-def python(*argv: str, cwd: Path = ROOT, **variables: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
-    env.update(variables)
-    return subprocess.run(
-        [sys.executable, *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_the_runtime_documents_module_is_the_one_the_chapter_teaches() -> None:
@@ -125,14 +69,14 @@ def test_the_runtime_exports_every_public_name_it_defines() -> None:
 
 
 def test_importing_the_learner_file_prints_nothing(tmp_path: Path) -> None:
-    result = python(str(LEARNER), cwd=tmp_path)
+    result = run_python(str(LEARNER), cwd=tmp_path)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
 
 
 def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(tmp_path: Path) -> None:
-    result = python(str(CHECKPOINT), cwd=tmp_path)
+    result = run_python(str(CHECKPOINT), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == chapter_checkpoint_output()
+    assert result.stdout == checkpoint_output(CHAPTER)
     lines = result.stdout.splitlines()
     for fact in FACTS:
         assert fact in lines, fact
@@ -162,7 +106,7 @@ def test_a_provider_that_follows_the_note_buys_in_the_naive_loop_and_not_in_ours
             openai_tool_calls([("c2", "supplier", '{"sku": "SKU-STRAWBERRY"}')]),
             openai_text("275 pence today."),
         )
-        result = python(
+        result = run_python(
             str(CHECKPOINT),
             SOVEREIGN_MODEL="openai:test-model",
             OPENAI_BASE_URL=stub.openai_base_url,
@@ -186,19 +130,13 @@ def test_a_provider_that_follows_the_note_buys_in_the_naive_loop_and_not_in_ours
 
 
 def test_a_provider_named_without_its_key_is_refused_before_any_run(tmp_path: Path) -> None:
-    result = python(str(CHECKPOINT), cwd=tmp_path, SOVEREIGN_MODEL="anthropic:test-model")
+    result = run_python(str(CHECKPOINT), cwd=tmp_path, SOVEREIGN_MODEL="anthropic:test-model")
     assert (result.returncode, result.stdout) == (2, "")
     assert "ANTHROPIC_API_KEY" in result.stderr
 
 
 def test_the_documents_module_and_the_checkpoint_need_no_yaml() -> None:
-    assert python("-c", WITHOUT_YAML + "import sovereign_agent.documents").returncode == 0
+    assert run_python("-c", WITHOUT_YAML + "import sovereign_agent.documents").returncode == 0
     run = f"import runpy; runpy.run_path({str(CHECKPOINT)!r}, run_name='__main__')"
-    result = python("-c", WITHOUT_YAML + run)
+    result = run_python("-c", WITHOUT_YAML + run)
     assert result.returncode == 0, result.stderr
-
-
-def test_the_verifier_holds_for_the_chapter() -> None:
-    result = verify(CHAPTER)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "everything verified holds" in result.stdout

@@ -10,13 +10,13 @@ cannot leave a stale copy in front of learners.
 from __future__ import annotations
 
 import ast
-import tomllib
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-TEXTBOOK = ROOT / "book/textbook"
+from bookproof.layout import ChapterParts, default_layout, load_manifest
+
+ROOT = default_layout().root
 
 # Per exercise book: the chapter definitions its starter and solution may change.
 CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
@@ -70,13 +70,9 @@ CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
 }
 
 
-def drafted_chapters() -> list[dict[str, object]]:
-    manifest = tomllib.loads((TEXTBOOK / "book.toml").read_text(encoding="utf-8"))
-    return [
-        chapter
-        for chapter in manifest["chapters"]
-        if chapter["status"] == "drafted" and "exercises" in chapter
-    ]
+def drafted_chapters() -> list[ChapterParts]:
+    layout = default_layout()
+    return [layout.parts(chapter) for chapter in load_manifest(layout.manifest).drafted]
 
 
 def definitions(path: Path) -> dict[str, str]:
@@ -93,21 +89,20 @@ def copies(folder: Path) -> list[Path]:
 
 
 def test_every_drafted_exercise_book_declares_what_it_changes() -> None:
-    numbers = {int(str(chapter["number"])) for chapter in drafted_chapters()}
+    numbers = {chapter.number for chapter in drafted_chapters()}
     assert numbers <= set(CHANGED_BY_THE_EXERCISES), (
         "declare the chapter definitions each new exercise book changes in this test"
     )
 
 
 @pytest.mark.parametrize("kind", ["exercises", "solutions"])
-@pytest.mark.parametrize(
-    "chapter", drafted_chapters(), ids=lambda chapter: f"ch{chapter['number']}"
-)
-def test_shared_definitions_are_the_chapters_own(chapter: dict[str, object], kind: str) -> None:
-    learner = definitions(TEXTBOOK / str(chapter["learner"]))
-    changed = CHANGED_BY_THE_EXERCISES[int(str(chapter["number"]))][kind]
-    files = copies(ROOT / str(chapter[kind]))
-    assert files, f"no module in {chapter[kind]}"
+@pytest.mark.parametrize("chapter", drafted_chapters(), ids=lambda chapter: f"ch{chapter.number}")
+def test_shared_definitions_are_the_chapters_own(chapter: ChapterParts, kind: str) -> None:
+    learner = definitions(chapter.learner)
+    changed = CHANGED_BY_THE_EXERCISES[chapter.number][kind]
+    folder = chapter.exercises if kind == "exercises" else chapter.solutions
+    files = copies(folder)
+    assert files, f"no module in {folder}"
     for path in files:
         copy = definitions(path)
         shared = set(copy) & set(learner)

@@ -12,14 +12,15 @@ version is no longer the runtime's, and never needs to be.
 from __future__ import annotations
 
 import ast
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-TEXTBOOK = ROOT / "book/textbook"
+from bookproof.layout import default_layout, load_manifest
+
+ROOT = default_layout().root
+TEXTBOOK = default_layout().textbook
 RUNTIME = ROOT / "src/sovereign_agent"
 
 _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
@@ -45,15 +46,13 @@ def definitions(path: Path) -> dict[str, str]:
 
 def latest_taught() -> dict[str, Taught]:
     """For every name a drafted learner file defines, the highest-numbered chapter's version."""
-    manifest = tomllib.loads((TEXTBOOK / "book.toml").read_text(encoding="utf-8"))
-    drafted = sorted(
-        (c for c in manifest["chapters"] if c["status"] == "drafted"), key=lambda c: c["number"]
-    )
+    layout = default_layout()
+    # The manifest lists chapters in increasing order: a later chapter's version wins.
     latest: dict[str, Taught] = {}
-    for chapter in drafted:
-        learner = TEXTBOOK / chapter["learner"]
+    for chapter in load_manifest(layout.manifest).drafted:
+        learner = layout.parts(chapter).learner
         for name, tree in definitions(learner).items():
-            latest[name] = Taught(chapter["number"], learner, tree)
+            latest[name] = Taught(chapter.number, learner, tree)
     return latest
 
 

@@ -12,38 +12,35 @@ from __future__ import annotations
 import random
 import re
 import textwrap
-import tomllib
-from pathlib import Path
 
 import pytest
 
 from bookproof.grade.book import BASELINE, EXERCISE, Book, BookError
 from bookproof.grade.books import load_book
 from bookproof.grade.questions import call
+from bookproof.layout import ChapterParts, default_layout, load_manifest
 
-ROOT = Path(__file__).resolve().parents[2]
+LAYOUT = default_layout()
+ROOT = LAYOUT.root
 ROW = re.compile(r"^\| `([a-z0-9_]+)` \| (\d+) \|", re.MULTILINE)
-MANIFEST = tomllib.loads((ROOT / "book" / "textbook" / "book.toml").read_text(encoding="utf-8"))
-BOOK_MODULES = ROOT / "src" / "bookproof" / "grade" / "books"
-# Every drafted chapter's exercise book that the grader has checks for.
+# Every drafted chapter's exercise book that the grader has checks for (a
+# module bookNN.py, or a package bookNN/ where one file was too long).
 GRADED = [
-    chapter
-    for chapter in MANIFEST["chapters"]
-    if chapter["status"] == "drafted"
-    and "exercises" in chapter
-    and (BOOK_MODULES / f"book{int(chapter['number']):02d}.py").is_file()
+    LAYOUT.parts(chapter)
+    for chapter in load_manifest(LAYOUT.manifest).drafted
+    if LAYOUT.grader_book(chapter.number).exists()
 ]
 
 
-def _book(chapter: dict[str, object]) -> Book:
-    return load_book(int(str(chapter["number"])))
+def _book(chapter: ChapterParts) -> Book:
+    return load_book(chapter.number)
 
 
-@pytest.mark.parametrize("chapter", GRADED, ids=lambda c: f"book{c['number']:02d}")
-def test_every_exercise_check_is_in_one_plan_with_its_points(chapter: dict[str, object]) -> None:
+@pytest.mark.parametrize("chapter", GRADED, ids=lambda c: c.folder)
+def test_every_exercise_check_is_in_one_plan_with_its_points(chapter: ChapterParts) -> None:
     book = _book(chapter)
     listed: dict[str, int] = {}
-    for plan in sorted((ROOT / str(chapter["exercises"])).glob("unit_*.md")):
+    for plan in chapter.unit_plans():
         for check_id, points in ROW.findall(plan.read_text(encoding="utf-8")):
             assert check_id not in listed, f"{check_id} is listed twice"
             listed[check_id] = int(points)
@@ -54,11 +51,11 @@ def test_every_exercise_check_is_in_one_plan_with_its_points(chapter: dict[str, 
     assert exercise <= set(listed), "an exercise check no plan mentions"
 
 
-@pytest.mark.parametrize("chapter", GRADED, ids=lambda c: f"book{c['number']:02d}")
+@pytest.mark.parametrize("chapter", GRADED, ids=lambda c: c.folder)
 def test_every_feedback_pointer_names_a_real_heading_of_its_chapter(
-    chapter: dict[str, object],
+    chapter: ChapterParts,
 ) -> None:
-    text = (ROOT / "book" / "textbook" / str(chapter["text"])).read_text(encoding="utf-8")
+    text = chapter.text.read_text(encoding="utf-8")
     headings = set(re.findall(r"^#{2,3} (.+)$", text, re.MULTILINE))
     for check in _book(chapter).checks:
         quoted = re.fullmatch(r"Chapter \d+, '(.+)'(?: \(.+\))?", check.section)
@@ -66,16 +63,16 @@ def test_every_feedback_pointer_names_a_real_heading_of_its_chapter(
         assert quoted.group(1) in headings, f"{check.id}: no heading {quoted.group(1)!r}"
 
 
-@pytest.mark.parametrize("chapter", GRADED, ids=lambda c: f"book{c['number']:02d}")
+@pytest.mark.parametrize("chapter", GRADED, ids=lambda c: c.folder)
 def test_every_learner_test_file_has_faulty_versions_and_a_reference(
-    chapter: dict[str, object],
+    chapter: ChapterParts,
 ) -> None:
     book = _book(chapter)
     for group in book.groups():
         assert group.checks, group.file
         assert group.reference_runs >= 2
         assert book.reference(ROOT).is_file()
-        assert (ROOT / str(chapter["solutions"]) / group.file).is_file()
+        assert (chapter.solutions / group.file).is_file()
 
 
 def test_a_check_id_declared_twice_is_refused() -> None:

@@ -12,7 +12,11 @@ threat model are in `exercises/GRADING.md`.
 Writing an exercise book's checks
 =================================
 
-One module per book, `bookproof/grade/books/bookNN.py`, declaring `BOOK`.
+One module per book, `bookproof/grade/books/bookNN.py`, declaring `BOOK`; a
+book too large to read at a glance is a package, `bookNN/`, whose `__init__`
+declares `BOOK` and imports its other parts in report order. Scenario data
+more than one book needs (a seeded store, chapter 6's Friday, an invented
+product) lives in `fixtures`, so a book module holds its checks.
 A check is one decorated generator: its name is the check's id (and its
 gradebook column); the decorator holds its points, kind, section and the two
 sentences a learner reads; the body yields questions and returns None (the

@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from bookproof.grade.questions import Asks
+from bookproof.layout import BookLayout
 
 __all__ = [
     "BASELINE",
@@ -288,7 +289,7 @@ class Book:
 
     def reference(self, root: Path) -> Path:
         """The reference solution's module file, under a repository (or autograder) root."""
-        return root / "solutions" / self.folder / self.module_file
+        return BookLayout(root).solutions / self.folder / self.module_file
 
     def section(self, heading: str) -> str:
         """A pointer into the chapter, as feedback prints it: "Chapter 2, '2.5 ...'"."""

@@ -17,6 +17,8 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bookproof.grade.questions import Asks, call, same, scratch_path
+
 __all__ = [
     "CHOCOLATE",
     "CURRENCY",
@@ -25,11 +27,13 @@ __all__ = [
     "STRAWBERRY",
     "SUPPLIER",
     "VANILLA",
+    "SeededShop",
     "call_id",
     "codes",
     "draft",
     "expected_report",
     "extra_product",
+    "friday_rows",
     "need",
     "ok",
     "prices",
@@ -43,6 +47,7 @@ __all__ = [
     "shop",
     "shop_rows",
     "sku",
+    "stock_is",
     "stored",
     "token",
 ]
@@ -92,6 +97,16 @@ def need(row: Mapping[str, Any]) -> int:
         - int(row.get("incoming", 0))
     )
     return max(0, shortfall)
+
+
+def friday_rows() -> list[dict[str, Any]]:
+    """Chapter 6's Friday: chapter 1's shop with 3 vanilla, 2 chocolate promised, 4 strawberry
+    on the van. Needs 9, 1 and 0."""
+    counts = {VANILLA: (3, 0), CHOCOLATE: (2, 0), STRAWBERRY: (0, 4)}
+    return [
+        {**row, "reserved": counts[row["sku"]][0], "incoming": counts[row["sku"]][1]}
+        for row in shop_rows()
+    ]
 
 
 # --- random data, so an answer recorded in one run is useless in the next -------
@@ -253,3 +268,71 @@ def codes(run: Mapping[str, Any]) -> list[Any]:
         else:
             found.append("ok" if observation.get("ok") is True else observation.get("error"))
     return found
+
+
+# --- a store a check seeds, in a folder of its own in the submission's sandbox -------
+
+
+class SeededShop:
+    """A check's shop as a store will hold it: rows in seeding order, prices, the grader's sums.
+
+    Chapter 1's three products (chapter 6's Friday with `counts`) beside one to
+    `most_invented` products the grader invents for this run, each below its
+    target; with `counts` an invented product has reserved and incoming tubs
+    too. Every store chapter from 5 on seeds one of these, so that the facts a
+    check expects are worked out once, here.
+    """
+
+    def __init__(self, rng: random.Random, *, counts: bool = False, most_invented: int = 3) -> None:
+        invented = [
+            extra_product(rng, reserved=counts, incoming=counts)
+            for _ in range(rng.randint(1, most_invented))
+        ]
+        self.counts = counts
+        self.rows = [*(friday_rows() if counts else shop_rows()), *invented]
+        rng.shuffle(self.rows)  # a store reads back in sku order, whatever order it was given
+        self.prices = prices() | {row["sku"]: rng.randint(100, 999) for row in invented}
+
+    def row(self, sku: str) -> dict[str, Any]:
+        return next(row for row in self.rows if row["sku"] == sku)
+
+    def skus(self) -> list[str]:
+        return sorted(row["sku"] for row in self.rows)
+
+    def needing(self) -> list[str]:
+        """The skus below target, in sku order."""
+        return [sku for sku in self.skus() if need(self.row(sku)) > 0]
+
+    def stored(self) -> list[dict[str, Any]]:
+        """Every product as the store's stock report gives it back."""
+        return stored(self.rows, counts=self.counts)
+
+    def product(self, sku: str) -> dict[str, Any]:
+        """One row as the store returns it from an action: its counts and its need."""
+        return stored([self.row(sku)], counts=self.counts)[0]
+
+    def move(self, sku: str, **changes: int) -> None:
+        """Record a change of counts in the grader's model of the store."""
+        row = self.row(sku)
+        for count, change in changes.items():
+            row[count] += change
+
+    def with_stock(self, counts: Mapping[str, int]) -> list[dict[str, Any]]:
+        """The rows once `counts` (sku -> tubs on hand) is recorded."""
+        return [{**row, "on_hand": counts.get(row["sku"], row["on_hand"])} for row in self.rows]
+
+    def draft(self, sku: str, quantity: int) -> dict[str, Any]:
+        """What draft_order answers for a draft of `quantity` tubs of `sku`."""
+        return ok(draft(sku, quantity, self.prices[sku]))
+
+    def seed(self, name: str = "shop.db") -> Asks[dict[str, Any]]:
+        """A new store file in the check's own folder, seeded through the door's `seed_file`."""
+        path = scratch_path(name)
+        yield call("seed_file", path, shop(self.rows), self.prices)
+        return path
+
+
+def stock_is(expected: list[dict[str, Any]], path: dict[str, Any]) -> Asks[bool]:
+    """Whether the store file at `path` reports exactly `expected` (the door's `stock_in_file`)."""
+    stock = yield call("stock_in_file", path)
+    return same(expected, stock)

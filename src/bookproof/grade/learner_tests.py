@@ -50,11 +50,12 @@ import bookproof
 from bookproof.grade.book import FaultyVersion, LearnerTests
 from bookproof.grade.sandbox import Isolation, Launch, Limits, exited, start, stop
 from bookproof.grade.session import IsolationFailed, Outcome, Output
+from bookproof.layout import REPO_ROOT
 
 __all__ = ["ROOT", "close_oracles", "grade_tests"]
 
 # The repository (or autograder) root: the reference solutions live under it.
-ROOT = Path(bookproof.__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 _SOURCE = Path(bookproof.__file__).resolve().parent.parent
 
 _TESTS_BOOT = (

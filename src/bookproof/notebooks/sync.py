@@ -17,12 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bookproof.layout import REPO_ROOT, BookLayout
 from bookproof.notebooks.build import notebook_json
 
 __all__ = ["Pending", "main", "pending", "plans"]
-
-PLAN_GLOB = "unit_*.md"
-BOOK_GLOB = "book[0-9][0-9]"
 
 
 @dataclass(frozen=True)
@@ -35,8 +33,8 @@ class Pending:
 
 
 def plans(root: Path) -> list[Path]:
-    """Every unit plan of every exercise book, in a stable order."""
-    return sorted((root / "exercises").glob(f"{BOOK_GLOB}/{PLAN_GLOB}"))
+    """Every unit plan of every exercise book, in a stable order (the layout says where)."""
+    return BookLayout(root).unit_plans()
 
 
 def pending(root: Path) -> list[Pending]:
@@ -50,7 +48,7 @@ def pending(root: Path) -> list[Pending]:
             found.append(Pending(notebook, "missing", text))
         elif notebook.read_text(encoding="utf-8") != text:
             found.append(Pending(notebook, "stale", text))
-    for notebook in sorted((root / "exercises").glob(f"{BOOK_GLOB}/unit_*.ipynb")):
+    for notebook in BookLayout(root).notebooks():
         if notebook not in expected:
             found.append(Pending(notebook, "orphaned", None))
     return found
@@ -62,11 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if stale")
     parser.add_argument(
-        "--root", type=Path, default=Path.cwd(), help="repository root (default: here)"
+        "--root",
+        type=Path,
+        default=REPO_ROOT,
+        help="repository root (default: this checkout, wherever it is run from)",
     )
     args = parser.parse_args(argv)
     root: Path = args.root
-    if not (root / "exercises").is_dir():
+    if not BookLayout(root).exercises.is_dir():
         print(f"sync_notebooks: no exercises/ folder under {root}", file=sys.stderr)
         return 2
     todo = pending(root)

@@ -15,12 +15,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bookproof.layout import REPO_ROOT, BookLayout, Manifest, ManifestError, load_manifest
 from bookproof.site.evidence import (
     ChapterEvidence,
     ChaptersDoNotHold,
@@ -33,8 +33,6 @@ from bookproof.site.extension import FENCE_DIRECTIVES
 from bookproof.site.sitedata import DATA_FOLDER, SiteData
 from bookproof.site.sources import INDEX, SourceError, VersionInfo, write_sources
 from bookproof.site.vocabulary import Term, VocabularyError, read_vocabulary
-from bookproof.verify.environment import REPO_ROOT
-from bookproof.verify.manifest import Manifest, ManifestError, load_manifest
 
 __all__ = [
     "DEFAULT_OUT",
@@ -46,8 +44,8 @@ __all__ = [
 ]
 
 EXIT_FAILED, EXIT_USAGE = 1, 2
-DEFAULT_OUT = REPO_ROOT / "build" / "site"
-VERIFIER = REPO_ROOT / "scripts" / "verify_book_assets_v2.py"
+DEFAULT_OUT = BookLayout(REPO_ROOT).site_out
+VERIFIER = BookLayout(REPO_ROOT).verifier
 STATIC = Path(__file__).resolve().parent / "static"
 # Written into every output folder this builder creates: it only ever clears
 # a folder that carries it, never one a reader pointed it at by mistake.
@@ -93,15 +91,9 @@ class _Layout:
 
 
 def _repository(manifest: Manifest) -> Path:
-    # The verifier's rule: book/textbook/book.toml sits two levels below the
-    # repository root, which holds exercises/, solutions/ and src/.
-    return manifest.path.resolve().parent.parent.parent
-
-
-def _subtitle(manifest: Manifest) -> str | None:
-    data = tomllib.loads(manifest.path.read_text(encoding="utf-8"))
-    subtitle = data.get("subtitle")
-    return subtitle if isinstance(subtitle, str) and subtitle.strip() else None
+    # The verifier's rule, which the layout owns: the manifest's repository holds
+    # exercises/, solutions/ and src/.
+    return BookLayout.of_manifest(manifest.path).root
 
 
 def _prepare_out(layout: _Layout) -> None:
@@ -344,7 +336,7 @@ def build_site(options: BuildOptions, say: Callable[[str], None] = print) -> Pat
             layout.source,
             manifest,
             repo,
-            subtitle=_subtitle(manifest),
+            subtitle=manifest.subtitle,
             evidence=evidence,
             vocabularies=vocabularies,
             version=_version(manifest, repo, verified_at),

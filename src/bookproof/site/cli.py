@@ -13,9 +13,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bookproof.layout import DEFAULT_MANIFEST
 from bookproof.site.build import DEFAULT_OUT, EXIT_USAGE, BuildError, BuildOptions, build_site
 from bookproof.site.serve import HOST, make_server
-from bookproof.verify.environment import DEFAULT_MANIFEST, display_path
+from bookproof.verify.environment import display_path
 
 __all__ = ["build_main", "serve_main"]
 

@@ -27,8 +27,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from bookproof.layout import Manifest, ManifestChapter
 from bookproof.verify.chapter import ChapterError, read_chapter
-from bookproof.verify.manifest import Manifest, ManifestChapter
 
 __all__ = [
     "ChapterEvidence",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from bookproof.layout import Manifest, ManifestChapter
 from bookproof.site.evidence import ChapterEvidence
 from bookproof.site.sitedata import (
     ChapterData,
@@ -25,7 +26,6 @@ from bookproof.site.sitedata import (
     SiteData,
 )
 from bookproof.site.vocabulary import Term
-from bookproof.verify.manifest import Manifest, ManifestChapter
 
 __all__ = ["GLOSSARY", "INDEX", "SourceError", "VersionInfo", "write_sources"]
 

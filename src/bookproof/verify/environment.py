@@ -7,6 +7,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from bookproof.layout import DEFAULT_MANIFEST, REPO_ROOT
+
 __all__ = [
     "DEFAULT_MANIFEST",
     "REPO_ROOT",
@@ -16,12 +18,10 @@ __all__ = [
     "python_executable",
 ]
 
-# The repository is the one holding this package (src/bookproof/verify/...),
-# never the caller's working directory nor the chapter's folder: a chapter
-# verified from anywhere sees the same files.
-REPO_ROOT = Path(__file__).resolve().parents[3]
+# The repository is the one holding this package (`bookproof.layout` finds
+# it), never the caller's working directory nor the chapter's folder: a
+# chapter verified from anywhere sees the same files.
 SRC_DIR = REPO_ROOT / "src"
-DEFAULT_MANIFEST = REPO_ROOT / "book" / "textbook" / "book.toml"
 
 # Variables that would let a listing reach a real model, or make its output
 # depend on the machine. The book is verified offline and identically everywhere.

@@ -1,6 +1,6 @@
-"""One module per exercise book, `bookNN.py` (NN two digits), each declaring `BOOK`.
+"""One module per exercise book, `bookNN.py` or a package `bookNN/` (NN two digits), with `BOOK`.
 
-How to write one is the package docstring of `bookproof.grade`; `book02.py`
+How to write one is the package docstring of `bookproof.grade`; `book02`
 is the fullest example (behaviour checks of all three kinds, a stub, probes,
 and learner tests graded by the faulty versions they catch).
 """

@@ -25,7 +25,6 @@ run. Expected rows, needs and totals are worked out here (`fixtures`).
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
 from typing import Any
 
 from bookproof.grade import fixtures as fx
@@ -44,53 +43,11 @@ S_DELIVERY = BOOK.section("5.10 A delivery that supersedes a draft")
 S_UNIT_A = BOOK.section("5.14 Exercises") + " (Exercise Book 5, Unit A)"
 S_UNIT_B = BOOK.section("5.14 Exercises") + " (Exercise Book 5, Unit B)"
 
-# --- the shop a check seeds --------------------------------------------------------
-
-
-class Shop:
-    """A check's shop: its rows (in the order it seeds them) and prices, with the grader's sums."""
-
-    def __init__(self, rng: random.Random) -> None:
-        extras = [fx.extra_product(rng) for _ in range(rng.randint(1, 3))]
-        self.rows = [*fx.shop_rows(), *extras]
-        rng.shuffle(self.rows)  # a store reads back in sku order, whatever order it was given
-        self.prices = fx.prices() | {row["sku"]: rng.randint(100, 999) for row in extras}
-
-    def row(self, sku: str) -> dict[str, Any]:
-        return next(row for row in self.rows if row["sku"] == sku)
-
-    def needing(self) -> list[str]:
-        """The skus below target, in sku order."""
-        return sorted(row["sku"] for row in self.rows if fx.need(row) > 0)
-
-    def stored(self) -> list[dict[str, Any]]:
-        return fx.stored(self.rows)
-
-    def with_stock(self, counts: Mapping[str, int]) -> list[dict[str, Any]]:
-        """The rows once `counts` (sku -> tubs on hand) is recorded."""
-        return [{**row, "on_hand": counts.get(row["sku"], row["on_hand"])} for row in self.rows]
-
-    def draft(self, sku: str, quantity: int) -> dict[str, Any]:
-        """What draft_order answers for a draft of `quantity` tubs of `sku`."""
-        return fx.ok(fx.draft(sku, quantity, self.prices[sku]))
-
-
-def _seeded(shop: Shop, name: str = "shop.db") -> Asks[dict[str, Any]]:
-    """A new store file in the check's folder, seeded with `shop`; its path marker."""
-    path = scratch_path(name)
-    yield call("seed_file", path, fx.shop(shop.rows), shop.prices)
-    return path
-
 
 def _draft(path: dict[str, Any], sku: str, quantity: Any) -> Asks[Any]:
     """One draft_order request through the dispatcher over the store, as the model sends it."""
     answer = yield call("invoke_in_file", path, "draft_order", {"sku": sku, "quantity": quantity})
     return answer
-
-
-def _stock_is(expected: list[dict[str, Any]], path: dict[str, Any]) -> Asks[bool]:
-    stock = yield call("stock_in_file", path)
-    return same(expected, stock)
 
 
 # --- chapter 5, as the starter already has it -----------------------------------------
@@ -104,9 +61,9 @@ def _stock_is(expected: list[dict[str, Any]], path: dict[str, Any]) -> Asks[bool
     "with its `needed`, in sku order.",
 )
 def ch5_seed_and_report(rng: random.Random) -> Trial:
-    shop = Shop(rng)
-    path = yield from _seeded(shop)
-    reported = yield from _stock_is(shop.stored(), path)
+    shop = fx.SeededShop(rng)
+    path = yield from shop.seed()
+    reported = yield from fx.stock_is(shop.stored(), path)
     return expect(reported, "The stock report of the seeded store is not every row with its need.")
 
 
@@ -119,10 +76,10 @@ def ch5_seed_and_report(rng: random.Random) -> Trial:
     "second (the partial unique index one_open_draft_per_sku).",
 )
 def ch5_draft_saved_once(rng: random.Random) -> Trial:
-    shop = Shop(rng)
+    shop = fx.SeededShop(rng)
     sku = rng.choice(shop.needing())
     need = fx.need(shop.row(sku))
-    path = yield from _seeded(shop)
+    path = yield from shop.seed()
     first = yield from _draft(path, sku, need)
     again = yield from _draft(path, sku, need)
     drafts = yield call("drafts_in_file", path)
@@ -142,9 +99,9 @@ def ch5_draft_saved_once(rng: random.Random) -> Trial:
     "(tool_failed) and a non-int quantity (invalid_arguments), saving no draft.",
 )
 def ch5_wrong_requests_save_nothing(rng: random.Random) -> Trial:
-    shop = Shop(rng)
+    shop = fx.SeededShop(rng)
     sku = rng.choice(shop.needing())
-    path = yield from _seeded(shop)
+    path = yield from shop.seed()
     requests: list[tuple[str, Any, dict[str, Any]]] = [
         (sku, fx.need(shop.row(sku)) + rng.randint(1, 5), fx.refused("tool_failed")),
         (fx.sku(rng), rng.randint(1, 9), fx.refused("tool_failed")),
@@ -155,7 +112,7 @@ def ch5_wrong_requests_save_nothing(rng: random.Random) -> Trial:
         if not same(refusal, answer):
             return "A request that contradicts the store's data was not refused as chapter 2 does."
     drafts = yield call("drafts_in_file", path)
-    unchanged = yield from _stock_is(shop.stored(), path)
+    unchanged = yield from fx.stock_is(shop.stored(), path)
     return expect(same([], drafts) and unchanged, "A refused request saved a draft.")
 
 
@@ -167,7 +124,7 @@ def ch5_wrong_requests_save_nothing(rng: random.Random) -> Trial:
     "one transaction must leave the store empty.",
 )
 def ch5_bad_seed_refused(rng: random.Random) -> Trial:
-    shop = Shop(rng)
+    shop = fx.SeededShop(rng)
     negative = [dict(row) for row in shop.rows]
     rng.choice(negative)["on_hand"] = -rng.randint(1, 9)
     stranger = shop.prices | {fx.sku(rng): rng.randint(100, 999)}
@@ -179,7 +136,7 @@ def ch5_bad_seed_refused(rng: random.Random) -> Trial:
         answer = yield call("seed_file", path, fx.shop(rows), prices, raises=True)
         if answer.status != "raised":
             return "A seed that breaks the schema's rules was accepted."
-        empty = yield from _stock_is([], path)
+        empty = yield from fx.stock_is([], path)
         if not empty:
             return "A refused seed left some of its rows in the store."
     return None
@@ -194,9 +151,9 @@ def ch5_bad_seed_refused(rng: random.Random) -> Trial:
     "sku's stale draft in the same transaction.",
 )
 def ch5_delivery_supersedes(rng: random.Random) -> Trial:
-    shop = Shop(rng)
+    shop = fx.SeededShop(rng)
     filled, other = rng.sample(shop.needing(), 2)
-    path = yield from _seeded(shop)
+    path = yield from shop.seed()
     for sku in (filled, other):
         yield from _draft(path, sku, fx.need(shop.row(sku)))
     tubs = fx.need(shop.row(filled)) + rng.randint(0, 6)
@@ -223,8 +180,8 @@ def ch5_delivery_supersedes(rng: random.Random) -> Trial:
     "write to it.",
 )
 def ch5_newer_file_refused(rng: random.Random) -> Trial:
-    shop = Shop(rng)
-    path = yield from _seeded(shop)
+    shop = fx.SeededShop(rng)
+    path = yield from shop.seed()
     yield call("set_raw_version_of_file", path, 9)
     opened = yield call("version_of_file", path, raises=True)
     version = yield call("raw_version_of_file", path)
@@ -236,7 +193,7 @@ def ch5_newer_file_refused(rng: random.Random) -> Trial:
 # --- exercise 1: the weekly stock count ------------------------------------------------
 
 
-def _count(shop: Shop, rng: random.Random) -> dict[str, int]:
+def _count(shop: fx.SeededShop, rng: random.Random) -> dict[str, int]:
     """Good lines for one to three of the shop's products, in a random order."""
     skus = rng.sample([row["sku"] for row in shop.rows], rng.randint(1, 3))
     return {sku: rng.randint(0, 20) for sku in skus}
@@ -252,13 +209,13 @@ def _count(shop: Shop, rng: random.Random) -> dict[str, int]:
     "raises KeyError, and any exception rolls back every line before it.",
 )
 def ex1_count_all_or_nothing(rng: random.Random) -> Trial:
-    shop = Shop(rng)
-    path = yield from _seeded(shop)
+    shop = fx.SeededShop(rng)
+    path = yield from shop.seed()
     typo = {**_count(shop, rng), fx.sku(rng): rng.randint(0, 20)}
     answer = yield call("count_in_file", path, typo, raises=True)
     if not answer.raised_a("KeyError"):
         return "A count with an unknown sku on its last line should raise KeyError."
-    if not (yield from _stock_is(shop.stored(), path)):
+    if not (yield from fx.stock_is(shop.stored(), path)):
         return "A count with an unknown sku on its last line changed the stock of the others."
     # A good line, the negative one, and sometimes a good line after it.
     first, bad, last = rng.sample([row["sku"] for row in shop.rows], 3)
@@ -268,7 +225,7 @@ def ex1_count_all_or_nothing(rng: random.Random) -> Trial:
     answer = yield call("count_in_file", path, negative, raises=True)
     if answer.status != "raised":
         return "A count with a negative line was accepted."
-    unchanged = yield from _stock_is(shop.stored(), path)
+    unchanged = yield from fx.stock_is(shop.stored(), path)
     return expect(unchanged, "A count with a negative line changed the stock of the other lines.")
 
 
@@ -283,15 +240,15 @@ def ex1_count_all_or_nothing(rng: random.Random) -> Trial:
     requires=ex1_count_all_or_nothing,
 )
 def ex1_count_sets_stock(rng: random.Random) -> Trial:
-    shop = Shop(rng)
-    path = yield from _seeded(shop)
+    shop = fx.SeededShop(rng)
+    path = yield from shop.seed()
     counts = _count(shop, rng)
     rows = yield call("count_in_file", path, counts)
     after = shop.with_stock(counts)
     counted = [row for row in fx.stored(after) if row["sku"] in counts]
     if not same(counted, rows):
         return "The count should return the counted rows, each with its new need, in sku order."
-    unchanged = yield from _stock_is(fx.stored(after), path)
+    unchanged = yield from fx.stock_is(fx.stored(after), path)
     return expect(unchanged, "The stock after the count is not the counted stock.")
 
 
@@ -304,8 +261,8 @@ def ex1_count_sets_stock(rng: random.Random) -> Trial:
     "into 7 and sqlite3 sends True as 1, without a word.",
 )
 def ex1_count_types(rng: random.Random) -> Trial:
-    shop = Shop(rng)
-    path = yield from _seeded(shop)
+    shop = fx.SeededShop(rng)
+    path = yield from shop.seed()
     for bad in (7.0, True, "7"):
         lines: list[tuple[str, Any]] = list(_count(shop, rng).items())
         uncounted = [row["sku"] for row in shop.rows if row["sku"] not in dict(lines)]
@@ -313,7 +270,7 @@ def ex1_count_types(rng: random.Random) -> Trial:
         answer = yield call("count_in_file", path, dict(lines), raises=True)
         if not answer.raised_a("TypeError"):
             return "A count of 7.0, True or '7' tubs should raise TypeError."
-        if not (yield from _stock_is(shop.stored(), path)):
+        if not (yield from fx.stock_is(shop.stored(), path)):
             return "A count refused for a bad number changed the stock."
     return None
 
@@ -326,8 +283,8 @@ def ex1_count_types(rng: random.Random) -> Trial:
     hint="A count that counts nothing is a mistake: raise ValueError before anything else.",
 )
 def ex1_count_empty(rng: random.Random) -> Trial:
-    shop = Shop(rng)
-    path = yield from _seeded(shop)
+    shop = fx.SeededShop(rng)
+    path = yield from shop.seed()
     answer = yield call("count_in_file", path, {}, raises=True)
     return expect(answer.raised_a("ValueError"), "An empty count should raise ValueError.")
 
@@ -342,10 +299,10 @@ def ex1_count_empty(rng: random.Random) -> Trial:
     "receive_delivery does.",
 )
 def ex1_count_supersedes(rng: random.Random) -> Trial:
-    shop = Shop(rng)
+    shop = fx.SeededShop(rng)
     moved, kept = rng.sample(shop.needing(), 2)
     moved_row, kept_row = shop.row(moved), shop.row(kept)
-    path = yield from _seeded(shop)
+    path = yield from shop.seed()
     for sku in (moved, kept):
         yield from _draft(path, sku, fx.need(shop.row(sku)))
     # A new stock still below target, so the need moves to another number above 0.
@@ -385,7 +342,7 @@ class Version1:
     """
 
     def __init__(self, rng: random.Random) -> None:
-        self.shop = Shop(rng)
+        self.shop = fx.SeededShop(rng)
         self.open = rng.sample(self.shop.needing(), 2)
         self.closed = rng.choice([sku for sku in self.shop.prices if sku not in self.open])
         self.drafts: list[list[Any]] = []  # [sku, quantity, unit_cost_pence, status], id order
@@ -428,8 +385,8 @@ class Version1:
     hint="Append migration 2 (CANCELLABLE_DRAFTS_V2) to MIGRATIONS; never edit SCHEMA_V1.",
 )
 def ex2_new_store_version_2(rng: random.Random) -> Trial:
-    shop = Shop(rng)
-    path = yield from _seeded(shop)
+    shop = fx.SeededShop(rng)
+    path = yield from shop.seed()
     version = yield call("version_of_file", path)
     raw = yield call("raw_version_of_file", path)
     return expect(same(2, version) and same(2, raw), "A new store should be at schema version 2.")

@@ -61,63 +61,16 @@ PER_TUB: Mapping[str, tuple[int, int, int]] = {
 }
 
 
-# --- the shop a check seeds --------------------------------------------------------------
+# --- asking the store --------------------------------------------------------------------
 
 
-def friday_rows() -> list[dict[str, Any]]:
-    """Chapter 6's Friday: chapter 1's shop with 3 vanilla, 2 chocolate promised, 4 strawberry
-    on the van. Needs 9, 1 and 0."""
-    counts = {fx.VANILLA: (3, 0), fx.CHOCOLATE: (2, 0), fx.STRAWBERRY: (0, 4)}
-    return [
-        {**row, "reserved": counts[row["sku"]][0], "incoming": counts[row["sku"]][1]}
-        for row in fx.shop_rows()
-    ]
-
-
-class Freezer:
-    """A check's shop with its three counts per product, and the grader's model of them."""
-
-    def __init__(self, rng: random.Random, *, extras: int = 2) -> None:
-        invented = [
-            fx.extra_product(rng, reserved=True, incoming=True)
-            for _ in range(rng.randint(1, extras))
-        ]
-        self.rows = [*friday_rows(), *invented]
-        rng.shuffle(self.rows)  # a store reads back in sku order, whatever order it was given
-        self.prices = fx.prices() | {row["sku"]: rng.randint(100, 999) for row in invented}
-
-    def row(self, sku: str) -> dict[str, Any]:
-        return next(row for row in self.rows if row["sku"] == sku)
-
-    def skus(self) -> list[str]:
-        return sorted(row["sku"] for row in self.rows)
-
-    def needing(self) -> list[str]:
-        return [sku for sku in self.skus() if fx.need(self.row(sku)) > 0]
-
-    def stored(self) -> list[dict[str, Any]]:
-        return fx.stored(self.rows, counts=True)
-
-    def product(self, sku: str) -> dict[str, Any]:
-        """One row as the store returns it from an action: its counts and its need."""
-        return fx.stored([self.row(sku)], counts=True)[0]
-
-    def move(self, sku: str, **changes: int) -> None:
-        """Record a change of counts in the model."""
-        row = self.row(sku)
-        for count, change in changes.items():
-            row[count] += change
-
-    def seed(self, name: str = "shop.db") -> Asks[dict[str, Any]]:
-        path = scratch_path(name)
-        yield call("seed_file", path, fx.shop(self.rows), self.prices)
-        return path
-
-    def unchanged(self, path: dict[str, Any], deliveries: list[list[Any]]) -> Asks[bool]:
-        """Whether the store still holds the model's counts and exactly these deliveries."""
-        stock = yield call("stock_in_file", path)
-        recorded = yield call("deliveries_in_file", path)
-        return same(self.stored(), stock) and same(deliveries, recorded)
+def _unchanged(
+    shop: fx.SeededShop, path: dict[str, Any], deliveries: list[list[Any]]
+) -> Asks[bool]:
+    """Whether the store still holds the model's counts and exactly these deliveries."""
+    stock = yield call("stock_in_file", path)
+    recorded = yield call("deliveries_in_file", path)
+    return same(shop.stored(), stock) and same(deliveries, recorded)
 
 
 def _act(
@@ -129,7 +82,7 @@ def _act(
     return answer
 
 
-def _draft_need(freezer: Freezer, path: dict[str, Any], sku: str) -> Asks[dict[str, Any]]:
+def _draft_need(freezer: fx.SeededShop, path: dict[str, Any], sku: str) -> Asks[dict[str, Any]]:
     """Save the first draft, for `sku`'s current need; the draft as read_drafts will show it."""
     need = fx.need(freezer.row(sku))
     yield call("draft_in_file", path, sku, need)
@@ -149,7 +102,7 @@ def _draft_need(freezer: Freezer, path: dict[str, Any], sku: str) -> Asks[dict[s
 )
 def ch6_need(rng: random.Random) -> Trial:
     rows = [
-        *friday_rows(),
+        *fx.friday_rows(),
         fx.extra_product(rng, reserved=True, incoming=True),
         *fx.shop_rows(),
         fx.extra_product(rng),
@@ -174,7 +127,7 @@ def ch6_need(rng: random.Random) -> Trial:
     "return the row with its new `needed`.",
 )
 def ch6_actions(rng: random.Random) -> Trial:
-    freezer = Freezer(rng)
+    freezer = fx.SeededShop(rng, counts=True, most_invented=2)
     sku = rng.choice(freezer.skus())
     path = yield from freezer.seed()
     deliveries: list[list[Any]] = []
@@ -202,7 +155,7 @@ def ch6_actions(rng: random.Random) -> Trial:
             deliveries.append([sku, tubs])
         if not same(freezer.product(sku), answer):
             return f"{action} of {tubs} tubs did not move exactly its row of the table."
-    unchanged = yield from freezer.unchanged(path, deliveries)
+    unchanged = yield from _unchanged(freezer, path, deliveries)
     return expect(unchanged, "After the six actions the store does not hold what their rows say.")
 
 
@@ -215,7 +168,7 @@ def ch6_actions(rng: random.Random) -> Trial:
     "before anything is written.",
 )
 def ch6_refusals(rng: random.Random) -> Trial:
-    freezer = Freezer(rng)
+    freezer = fx.SeededShop(rng, counts=True, most_invented=2)
     path = yield from freezer.seed()
     drafted = yield from _draft_need(freezer, path, rng.choice(freezer.needing()))
     rows = [freezer.row(sku) for sku in freezer.skus()]
@@ -236,7 +189,7 @@ def ch6_refusals(rng: random.Random) -> Trial:
         answer = yield from _act(path, action, sku, tubs, raises=True)
         if not answer.raised_a("ValueError"):
             return f"{action} of more tubs than there are was not refused with ValueError."
-    unchanged = yield from freezer.unchanged(path, [])
+    unchanged = yield from _unchanged(freezer, path, [])
     drafts = yield call("drafts_in_file", path)
     if not unchanged:
         return "A refused action changed the store."
@@ -307,24 +260,24 @@ def ch6_plan(rng: random.Random) -> Trial:
 # --- exercise 1: the van's delivery note ---------------------------------------------------
 
 
-def _van(rng: random.Random) -> Freezer:
+def _van(rng: random.Random) -> fx.SeededShop:
     """Friday with more on the van: vanilla's confirmed order too (its need stays above 0)."""
-    freezer = Freezer(rng, extras=3)
+    freezer = fx.SeededShop(rng, counts=True)
     freezer.row(fx.VANILLA)["incoming"] = rng.randint(1, 6)
     return freezer
 
 
-def _on_the_van(freezer: Freezer) -> list[str]:
+def _on_the_van(freezer: fx.SeededShop) -> list[str]:
     return [sku for sku in freezer.skus() if freezer.row(sku)["incoming"] > 0]
 
 
-def _expected_lines(freezer: Freezer, rng: random.Random, skus: list[str]) -> dict[str, int]:
+def _expected_lines(freezer: fx.SeededShop, rng: random.Random, skus: list[str]) -> dict[str, int]:
     """A line per sku, exact or short: never more than is on the van. In a random order."""
     lines = {sku: rng.randint(1, freezer.row(sku)["incoming"]) for sku in skus}
     return dict(rng.sample(list(lines.items()), len(lines)))
 
 
-def _receive(freezer: Freezer, note: Mapping[str, int]) -> None:
+def _receive(freezer: fx.SeededShop, note: Mapping[str, int]) -> None:
     """The model after a note: off the van first, any surplus as an unannounced delivery."""
     for sku, tubs in note.items():
         freezer.move(sku, on_hand=tubs, incoming=-min(tubs, freezer.row(sku)["incoming"]))
@@ -354,7 +307,7 @@ def ex1_note_all_or_nothing(rng: random.Random) -> Trial:
         answer = yield call("note_in_file", path, note, raises=True)
         if not answer.raised_a(error):
             return f"A note whose last line is {last} should raise {error}."
-        unchanged = yield from freezer.unchanged(path, [])
+        unchanged = yield from _unchanged(freezer, path, [])
         if not unchanged:
             return "A refused note changed the stock or recorded deliveries."
     return None
@@ -380,7 +333,7 @@ def ex1_note_bad_numbers(rng: random.Random) -> Trial:
             answer = yield call("note_in_file", path, dict(lines), raises=True)
             if not (answer.raised_a("TypeError") or answer.raised_a("ValueError")):
                 return "A line of 2.0, True, '4', 0 or -1 tubs was accepted."
-            unchanged = yield from freezer.unchanged(path, [])
+            unchanged = yield from _unchanged(freezer, path, [])
             if not unchanged:
                 return f"A note with a bad number on its {position} line changed the store."
     return None
@@ -428,7 +381,7 @@ def ex1_note_surplus_accepted(rng: random.Random) -> Trial:
     drafts = yield call("drafts_in_file", path)
     if not same([{**drafted, "status": "SUPERSEDED"}], drafts):
         return "The surplus lowered the need: the draft for the old need should be SUPERSEDED."
-    unchanged = yield from freezer.unchanged(path, [[line, tubs] for line, tubs in note.items()])
+    unchanged = yield from _unchanged(freezer, path, [[line, tubs] for line, tubs in note.items()])
     return expect(unchanged, "The store does not hold the note's counts and one delivery per line.")
 
 
@@ -455,7 +408,7 @@ def ex1_note_expected_lines(rng: random.Random) -> Trial:
     drafts = yield call("drafts_in_file", path)
     if not same([drafted], drafts):
         return "Tubs that were on the van change no need: the open draft should stay open."
-    unchanged = yield from freezer.unchanged(path, [[sku, tubs] for sku, tubs in note.items()])
+    unchanged = yield from _unchanged(freezer, path, [[sku, tubs] for sku, tubs in note.items()])
     return expect(unchanged, "The store does not hold the note's counts and one delivery per line.")
 
 
@@ -526,14 +479,14 @@ def ex1_note_tests(reference: ModuleType, rng: random.Random) -> Replaced:
     "never stop at 0.",
 )
 def ex2_write_off_too_many(rng: random.Random) -> Trial:
-    freezer = Freezer(rng)
+    freezer = fx.SeededShop(rng, counts=True, most_invented=2)
     path = yield from freezer.seed()
     for sku in rng.sample(freezer.skus(), 2):
         tubs = freezer.row(sku)["on_hand"] + rng.randint(1, 5)
         answer = yield call("write_off_in_file", path, sku, tubs, raises=True)
         if not answer.raised_a("ValueError"):
             return "Writing off more tubs than are on hand should raise ValueError."
-    unchanged = yield from freezer.unchanged(path, [])
+    unchanged = yield from _unchanged(freezer, path, [])
     return expect(unchanged, "A refused write-off changed the store.")
 
 
@@ -545,7 +498,7 @@ def ex2_write_off_too_many(rng: random.Random) -> Trial:
     hint="A write-off moves at least one tub: check the number with at_least_one_tub.",
 )
 def ex2_write_off_no_tubs(rng: random.Random) -> Trial:
-    freezer = Freezer(rng)
+    freezer = fx.SeededShop(rng, counts=True, most_invented=2)
     path = yield from freezer.seed()
     for tubs in (0, -rng.randint(1, 5)):
         answer = yield call(
@@ -553,11 +506,11 @@ def ex2_write_off_no_tubs(rng: random.Random) -> Trial:
         )
         if not answer.raised_a("ValueError"):
             return "Writing off 0 or fewer tubs should raise ValueError."
-    unchanged = yield from freezer.unchanged(path, [])
+    unchanged = yield from _unchanged(freezer, path, [])
     return expect(unchanged, "A refused write-off changed the store.")
 
 
-def _in_the_freezer(freezer: Freezer, *, needing: bool = False) -> list[str]:
+def _in_the_freezer(freezer: fx.SeededShop, *, needing: bool = False) -> list[str]:
     return [
         sku
         for sku in freezer.skus()
@@ -573,7 +526,7 @@ def _in_the_freezer(freezer: Freezer, *, needing: bool = False) -> list[str]:
     hint="Call supersede_stale_draft in the write-off's transaction (move_tubs does).",
 )
 def ex2_write_off_supersedes(rng: random.Random) -> Trial:
-    freezer = Freezer(rng)
+    freezer = fx.SeededShop(rng, counts=True, most_invented=2)
     sku = rng.choice(_in_the_freezer(freezer, needing=True))
     path = yield from freezer.seed()
     drafted = yield from _draft_need(freezer, path, sku)
@@ -596,7 +549,7 @@ def ex2_write_off_supersedes(rng: random.Random) -> Trial:
     requires=ex2_write_off_too_many,
 )
 def ex2_write_off_moves_stock(rng: random.Random) -> Trial:
-    freezer = Freezer(rng)
+    freezer = fx.SeededShop(rng, counts=True, most_invented=2)
     path = yield from freezer.seed()
     for sku in rng.sample(_in_the_freezer(freezer), 2):
         tubs = rng.randint(1, freezer.row(sku)["on_hand"])
@@ -604,7 +557,7 @@ def ex2_write_off_moves_stock(rng: random.Random) -> Trial:
         freezer.move(sku, on_hand=-tubs)
         if not same(freezer.product(sku), row):
             return f"Writing off {tubs} tubs should return the row with {tubs} fewer on hand."
-    unchanged = yield from freezer.unchanged(path, [])
+    unchanged = yield from _unchanged(freezer, path, [])
     return expect(unchanged, "A write-off changed more than its product's on_hand.")
 
 

@@ -28,52 +28,47 @@ by the runtime's own `replay_run`, and pass rates come from its own
 scripted run the grader chose, against the one the runtime writes. A
 learner's suite is run against the chapter's tools and against this module's
 own copy of the planted regression, never against the folder's `regressed.py`.
+
+The book in four files: this one declares it and holds chapter 4's checks and
+Unit A's exercises (a trace's failed handlers, a replay that parts ways);
+`unit_a_tests` grades Unit A's tests by the faulty versions they catch;
+`unit_b` holds Unit B (the suite that catches the regression, a pass rate's
+spread, and its tests); `reading` reads what a submission's door sent back.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 import random
-import re
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from pydantic import Field, ValidationError
-
 from bookproof.grade import fixtures as fx
-from bookproof.grade.book import JSON, Book, ObjectKind, Surface, Trial
+from bookproof.grade.book import Book, Trial
+from bookproof.grade.books.book04 import reading
 from bookproof.grade.questions import (
     Asks,
     Ref,
     attrs,
     call,
     expect,
-    handed_in,
     method,
     same,
     tool_call,
 )
-from sovereign_agent.evaluate import run_suite
 from sovereign_agent.evaluate.metrics import Call, invalid_choices, recoveries, shaped_for
-from sovereign_agent.evaluate.run import VariantResult
-from sovereign_agent.evaluate.suite import Suite, Variant
-from sovereign_agent.evaluate.variants import Descriptions, variant_tools
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
-from sovereign_agent.shop import DraftArguments, NoArguments, ProductArguments, build_tools
+from sovereign_agent.shop import NoArguments, ProductArguments, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall, ToolOutcome
-from sovereign_agent.trace import Recorder, TraceFormatError, parse_trace
+from sovereign_agent.trace import Recorder, parse_trace
 from sovereign_agent.trace.recorder import encode_event
 from sovereign_agent.trace.replay import ReplaySetupError, replay_run
 from sovereign_agent.trace.summary import FAILURE_CLASSES, failure_class
 
-__all__ = ["BOOK", "stock_moving_tools"]
+__all__ = ["BOOK"]
 
 BOOK = Book(
     4,
@@ -91,12 +86,6 @@ S_HINTS = BOOK.section("4.9 Safe hints")
 S_SUITE = BOOK.section("4.10 An evaluation suite")
 S_UNIT_A = BOOK.section("4.17 Exercises") + " (Exercise Book 4, Unit A)"
 S_UNIT_B = BOOK.section("4.17 Exercises") + " (Exercise Book 4, Unit B)"
-
-# The fields of an event that differ between two runs of the same thing.
-_VOLATILE = frozenset({"run", "time_unix_nano", "duration_ns"})
-# The longest trace or suite text the grader reads back or reads in.
-_TEXT_LIMIT = 256 * 1024
-_UNREADABLE = "The door did not return a trace as text (did record_run or run_task raise?)."
 
 
 # --- runs recorded by the book's runtime, from data this module chose ------------------
@@ -214,103 +203,6 @@ def _sloppy_menu(rng: random.Random) -> list[Callable[[], tuple[str, Any]]]:
     ]
 
 
-# --- reading what a submission sent back ------------------------------------------------
-
-
-def _events(text: Any) -> list[dict[str, Any]] | str:
-    """A trace text of exactly one complete run, as its events; or what is wrong with it."""
-    if not isinstance(text, str) or len(text) > _TEXT_LIMIT:
-        return _UNREADABLE
-    try:
-        runs = parse_trace(text.splitlines(keepends=True))
-    except TraceFormatError as error:
-        return f"Your run's trace cannot be read as trace format version 1 (line {error.line})."
-    except RecursionError:
-        # A line nested deeper than any event: JSON's parser gives up before the format's.
-        return "Your run's trace cannot be read as trace format version 1."
-    if len(runs) != 1 or not runs[0].complete:
-        return "Your run's trace should hold exactly one run, from run_started to run_finished."
-    return [json.loads(line) for line in text.splitlines()]
-
-
-def _steady(event: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in event.items() if key not in _VOLATILE}
-
-
-def _differs(wanted: Sequence[Mapping[str, Any]], got: Sequence[Mapping[str, Any]]) -> str | None:
-    """Where a submission's events part from the runtime's, ignoring ids, clocks and durations."""
-    for expected, event in zip(wanted, got, strict=False):
-        if not same(_steady(expected), _steady(event)):
-            return (
-                f"Event {expected['seq']} ({expected['event']}) is not what chapter 4's "
-                "run_task writes at that point."
-            )
-    if len(wanted) != len(got):
-        return f"Your run wrote {len(got)} events where chapter 4's run_task writes {len(wanted)}."
-    return None
-
-
-_FAILURE_KEYS = ("line", "run", "tool", "call_id", "exception", "message")
-
-
-def _handler_failures(
-    lines: Sequence[str], stages: tuple[str, ...] = ("handler", "result")
-) -> list[dict[str, Any]]:
-    """The grader's own answer to Exercise 1: every failed handler's outcome, in line order."""
-    found = []
-    for number, line in enumerate(lines, start=1):
-        event = json.loads(line)
-        if event["event"] == "tool_outcome" and event["failure_stage"] in stages:
-            found.append(
-                {
-                    "line": number,
-                    "run": event["run"],
-                    "tool": event["gen_ai.tool.name"],
-                    "call_id": event["gen_ai.tool.call.id"],
-                    "exception": event["exception.type"],
-                    "message": event["exception.message"],
-                }
-            )
-    return found
-
-
-def _failures_view(answer: Any) -> list[dict[str, Any]] | None:
-    """The graded keys of each failure a submission found; keys it adds are fine."""
-    if not isinstance(answer, list) or not all(
-        isinstance(item, dict) and all(key in item for key in _FAILURE_KEYS) for item in answer
-    ):
-        return None
-    return [{key: item[key] for key in _FAILURE_KEYS} for item in answer]
-
-
-def _judge_failures(expected: list[dict[str, Any]], answer: Any) -> str | None:
-    view = _failures_view(answer)
-    if view is None:
-        return (
-            "failures_in should give a list of dicts with line, run, tool, call_id, "
-            "exception and message."
-        )
-    if len(view) != len(expected):
-        return f"The trace holds {len(expected)} failed handler(s); {len(view)} came back."
-    if same(expected, view):
-        return None
-    if all(item in view for item in expected):
-        return "The failed handlers are right, but not in the order of the file's lines."
-    return "A failed handler's line, run, tool, call id, exception or message is not the trace's."
-
-
-def _rate(value: Any) -> float | None:
-    # A pass rate is a number; True is not one.
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def _same_rate(expected: float, value: Any) -> bool:
-    got = _rate(value)
-    return got is not None and abs(got - expected) < 1e-9
-
-
 # --- chapter 4, as the starter already has it -------------------------------------------
 
 DOOR = ("record_run", "failures_in", "replay_at_290", "spread", "failure_class_of", "measure")
@@ -348,10 +240,10 @@ def ch4_trace_events(rng: random.Random) -> Trial:
     task = "Plan this morning's re-order, " + fx.token(rng, 6) + "."
     expected = _recorded(rng, build_tools(shop, prices), replies, task=task, max_tool_calls=8)
     text = yield call("record_run", task, shop, prices, replies, 6, 8)
-    got = _events(text)
+    got = reading.events(text)
     if isinstance(got, str):
         return got
-    return _differs([json.loads(line) for line in expected], got)
+    return reading.differs([json.loads(line) for line in expected], got)
 
 
 @BOOK.baseline(
@@ -370,7 +262,7 @@ def ch4_replays(rng: random.Random) -> Trial:
     tools = build_tools(fx.shop(), fx.prices(), hints=hints)
     expected = _recorded(rng, tools, replies, task=task, max_steps=4, max_tool_calls=budget)
     text = yield call("record_run", task, fx.shop(), fx.prices(), replies, 4, budget, hints=hints)
-    events = _events(text)
+    events = reading.events(text)
     if isinstance(events, str):
         return events
     # The run asked for, not any run that replays: the same replies, as many events.
@@ -556,7 +448,7 @@ def _careless_runs(rng: random.Random, count: int, *, authority: bool) -> list[l
         refused_write = any(
             json.loads(line).get("failure_stage") == "before_write" for line in lines
         )
-        if _handler_failures(lines) and (refused_write or not authority):
+        if reading.failed_handlers(lines) and (refused_write or not authority):
             runs.append(lines)
     return runs
 
@@ -576,7 +468,7 @@ def ex1_finds_failed_handlers(rng: random.Random) -> Trial:
         line for run in _careless_runs(rng, rng.randint(2, 3), authority=False) for line in run
     ]
     got = yield call("failures_in", "".join(lines))
-    return _judge_failures(_handler_failures(lines), got)
+    return reading.judge_failures(reading.failed_handlers(lines), got)
 
 
 @BOOK.exercise(
@@ -589,12 +481,12 @@ def ex1_finds_failed_handlers(rng: random.Random) -> Trial:
 )
 def ex1_not_the_authority(rng: random.Random) -> Trial:
     lines = [line for run in _careless_runs(rng, 2, authority=True) for line in run]
-    expected = _handler_failures(lines)
+    expected = reading.failed_handlers(lines)
     got = yield call("failures_in", "".join(lines))
-    view = _failures_view(got)
+    view = reading.failures_view(got)
     if view is not None and any(item["tool"] == "place_order" for item in view):
         return "A write its authority refused was counted as a failed handler."
-    return _judge_failures(expected, got)
+    return reading.judge_failures(expected, got)
 
 
 @BOOK.exercise(
@@ -606,14 +498,16 @@ def ex1_not_the_authority(rng: random.Random) -> Trial:
 )
 def ex1_file_order(rng: random.Random) -> Trial:
     inner, outer = _careless_runs(rng, 2, authority=False)
-    while len(_handler_failures(outer)) < 2:
+    while len(reading.failed_handlers(outer)) < 2:
         (outer,) = _careless_runs(rng, 1, authority=False)
     # The outer run starts first and finishes last, with a failure on each side
     # of the inner run: neither run's failures alone are in the file's order.
-    cut = next(index for index, line in enumerate(outer, start=1) if _handler_failures([line]))
+    cut = next(
+        index for index, line in enumerate(outer, start=1) if reading.failed_handlers([line])
+    )
     lines = outer[:cut] + inner + outer[cut:]
     got = yield call("failures_in", "".join(lines))
-    return _judge_failures(_handler_failures(lines), got)
+    return reading.judge_failures(reading.failed_handlers(lines), got)
 
 
 # --- exercise 2: a replay that parts ways at event 11 -----------------------------------
@@ -751,396 +645,6 @@ def ex2_same_schema(rng: random.Random) -> Trial:
     return None
 
 
-# --- Unit A's tests, graded by the faulty versions they catch ---------------------------
-
-SURFACE = Surface(
-    functions={
-        "record_run": JSON,
-        "failures_in": JSON,
-        "replay_at_290": JSON,
-        "strawberry_at_290": "Dispatcher",
-        "ToolCall": "ToolCall",
-        "spread": JSON,
-    },
-    objects={
-        "Dispatcher": ObjectKind(methods={"schemas": JSON, "invoke": JSON}),
-        "ToolCall": ObjectKind(fields=("id", "name", "arguments")),
-    },
-    constants=("TASK", "MORNING_SHOP", "MORNING_PLAN", "PRICES_PENCE"),
-)
-
-TRACE_TESTS = BOOK.learner_tests(
-    exercise=2, file="test_book04_traces.py", section=S_UNIT_A, surface=SURFACE
-)
-
-Replaced = Mapping[str, Callable[..., Any]]
-
-
-def _reference_with(
-    reference: ModuleType, name: str, faulty: Any, doors: Sequence[str]
-) -> Replaced:
-    """The reference with one of the learner's functions wrong, as the doors that call it see it.
-
-    Each run's server is a fork of its own, so the change reaches no other run.
-    """
-    setattr(reference, name, faulty)
-    return {door: getattr(reference, door) for door in doors}
-
-
-@TRACE_TESTS.catches(points=1, behaviour="counts a write its authority refused as a failed handler")
-def tests_catch_authority_counted(reference: ModuleType, rng: random.Random) -> Replaced:
-    def handler_failures(trace_path: str) -> list[dict[str, Any]]:
-        lines = Path(trace_path).read_text(encoding="utf-8").splitlines()
-        return _handler_failures(lines, ("handler", "result", "before_write"))
-
-    return _reference_with(reference, "handler_failures", handler_failures, ["failures_in"])
-
-
-@TRACE_TESTS.catches(points=1, behaviour="lists the failures run by run, not in the file's order")
-def tests_catch_run_order(reference: ModuleType, rng: random.Random) -> Replaced:
-    right = reference.handler_failures
-
-    def handler_failures(trace_path: str) -> list[dict[str, Any]]:
-        order = [run.run_id for run in reference.read_trace(Path(trace_path))]
-        found = right(trace_path)
-        return sorted(found, key=lambda failure: (order.index(failure["run"]), failure["line"]))
-
-    return _reference_with(reference, "handler_failures", handler_failures, ["failures_in"])
-
-
-class _AtMost999(DraftArguments):
-    quantity: int = Field(gt=0, le=999)
-
-
-@TRACE_TESTS.catches(points=1, behaviour="sets strawberry at 290 and also changes a schema")
-def tests_catch_schema_changed(reference: ModuleType, rng: random.Random) -> Replaced:
-    right = reference.strawberry_at_290
-
-    def strawberry_at_290(**recorded: Any) -> Any:
-        tools = right(**recorded)
-        changed = [
-            dataclasses.replace(tool, arguments=_AtMost999) if tool.name == "draft_order" else tool
-            for tool in tools.tools.values()
-        ]
-        return reference.Dispatcher(changed, allowed=tools.allowed, hints=tools.hints)
-
-    return _reference_with(
-        reference, "strawberry_at_290", strawberry_at_290, ["strawberry_at_290", "replay_at_290"]
-    )
-
-
-# --- exercise 3: the expectation that catches the regression ----------------------------
-
-_SUITE_LIMITS = {"tasks": 10, "products": 20}
-# Unit B's suite as the starter hands it out, written out again here: what
-# "still there, none loosened" is measured against.
-_STARTER_TASKS: Mapping[str, tuple[str, dict[str, int], dict[str, Any]]] = {
-    "morning plan": (
-        "Plan this morning's re-order.",
-        {},
-        {
-            "stop_reason": "final_answer",
-            "drafts": {fx.VANILLA: 6, fx.STRAWBERRY: 4},
-            "total_pence": 2600,
-        },
-    ),
-    "after a delivery": (
-        "A delivery came in overnight. Plan this morning's re-order.",
-        {fx.VANILLA: 9},
-        {"stop_reason": "final_answer", "drafts": {fx.STRAWBERRY: 4}, "total_pence": 1100},
-    ),
-}
-
-
-def stock_moving_tools(
-    shop: dict[str, Any], prices: dict[str, int], *, descriptions: Descriptions, hints: bool
-) -> Dispatcher:
-    """The planted regression of Unit B, the grader's own copy: a draft also fills the freezer.
-
-    A learner's `regressed.py` is theirs to edit, so their suite is run against
-    this one (a suite's `factory` names it), never against that file.
-    """
-    tools = variant_tools(shop, prices, descriptions=descriptions, hints=hints)
-    assert tools.setup is not None
-    rows = {row["sku"]: row for row in tools.setup.arguments["shop"]["products"]}
-    draft = tools.tools["draft_order"]
-
-    def draft_and_fill(args: DraftArguments) -> Any:
-        value = draft.handler(args)
-        rows[args.sku]["on_hand"] += args.quantity
-        return value
-
-    changed = [
-        dataclasses.replace(tool, handler=draft_and_fill) if tool is draft else tool
-        for tool in tools.tools.values()
-    ]
-    return Dispatcher(changed, allowed=tools.allowed, hints=hints)
-
-
-def _learner_suite() -> Asks[Suite | str]:
-    """The suite.toml handed in, read by the grader and checked as the runtime checks a suite."""
-    text = yield handed_in("suite.toml")
-    if text is None:
-        return "suite.toml is not UTF-8 text."
-    if len(text) > _TEXT_LIMIT:
-        return "suite.toml is larger than the grader reads (256 KB)."
-    try:
-        suite = Suite.model_validate(tomllib.loads(text))
-    except tomllib.TOMLDecodeError as error:
-        # Only the line number of the parser's message: the rest may quote the file.
-        line = re.search(r"at line (\d+)", str(error))
-        where = f" (line {line.group(1)})" if line else ""
-        return f"suite.toml is not valid TOML{where}."
-    except RecursionError:
-        return "suite.toml nests too deeply to be a suite."
-    except ValidationError as error:
-        location = error.errors(include_url=False, include_input=False)[0]["loc"]
-        # Only a key the suite format defines is named: any other came from the file.
-        part = location[0] if location and location[0] in Suite.model_fields else None
-        where = f" (in its {part})" if part else ""
-        return (
-            f"suite.toml is not a suite the runtime can load{where}; run "
-            "`uv run python -m sovereign_agent.evaluate suite.toml` to see what is wrong."
-        )
-    if (
-        len(suite.tasks) > _SUITE_LIMITS["tasks"]
-        or len(suite.shop.products) > _SUITE_LIMITS["products"]
-    ):
-        return (
-            f"suite.toml holds more tasks or products than the grader runs "
-            f"({_SUITE_LIMITS['tasks']} and {_SUITE_LIMITS['products']})."
-        )
-    return suite
-
-
-_REGRESSION = f"{__name__}:stock_moving_tools"
-
-
-def _graded_runs(rng: random.Random) -> Asks[tuple[VariantResult, VariantResult] | str]:
-    """The handed-in suite's tasks, run against the chapter's tools and the planted regression."""
-    suite = yield from _learner_suite()
-    if isinstance(suite, str):
-        return suite
-    graded = suite.model_copy(
-        update={
-            "variants": [
-                Variant(name="chapter tools"),
-                Variant(name="draft moves stock", factory=_REGRESSION),
-            ]
-        }
-    )
-    try:
-        chapter, regressed = run_suite(graded, repeat=rng.randint(2, 3), seed=rng.randrange(10**6))
-    except Exception:
-        # The suite is the learner's data, and the runtime's run of it must not
-        # stop a class's grading, whatever in it the runtime did not foresee.
-        return "The runtime could not run the tasks of your suite."
-    return chapter, regressed
-
-
-def _failed_names(result: VariantResult) -> str:
-    names = sorted({name for run in result.runs for name in run.failed})
-    return ", ".join(names)
-
-
-@BOOK.exercise(
-    3,
-    points=2,
-    section=S_UNIT_B,
-    asks="Your suite fails every run of the regressed tools, whose drafts put tubs in the freezer.",
-    hint="Add an expectation on the final shop state (on_hand) to each task: the regression "
-    "changes the stock, not the drafts or their total.",
-)
-def ex3_regression_fails(rng: random.Random) -> Trial:
-    results = yield from _graded_runs(rng)
-    if isinstance(results, str):
-        return results
-    regressed = results[1]
-    passed = sum(run.passed for run in regressed.runs)
-    return expect(
-        passed == 0,
-        f"{passed} of {len(regressed.runs)} runs of the regressed tools passed your suite.",
-    )
-
-
-@BOOK.exercise(
-    3,
-    points=1,
-    section=S_UNIT_B,
-    asks="Your suite still passes every run of the chapter's tools.",
-    hint="An expectation that catches the regression must hold for correct tools: the stock a "
-    "task starts with is the stock it ends with.",
-    requires=ex3_regression_fails,
-)
-def ex3_chapter_tools_pass(rng: random.Random) -> Trial:
-    results = yield from _graded_runs(rng)
-    if isinstance(results, str):
-        return results
-    chapter = results[0]
-    failed = sum(not run.passed for run in chapter.runs)
-    return expect(
-        failed == 0,
-        f"{failed} of {len(chapter.runs)} runs of the chapter's tools failed your suite "
-        f"(expectations broken: {_failed_names(chapter)}).",
-    )
-
-
-@BOOK.exercise(
-    3,
-    points=1,
-    section=S_UNIT_B,
-    asks="Both tasks are still there, on the same shop, with every expectation they had.",
-    hint="Keep the shop, both tasks and their stop_reason, drafts and total_pence as they "
-    "were; only add to them.",
-    requires=ex3_regression_fails,
-)
-def ex3_tasks_kept(rng: random.Random) -> Trial:
-    suite = yield from _learner_suite()
-    if isinstance(suite, str):
-        return suite
-    shop = suite.shop.model_dump()
-    if not same({"products": fx.shop_rows(), "prices": fx.prices()}, shop):
-        return "The suite's shop is not the starter's shop any more."
-    tasks = {task.name: task for task in suite.tasks}
-    for name, (text, stock, expectations) in _STARTER_TASKS.items():
-        task = tasks.get(name)
-        if task is None:
-            return "A task of the starter's suite is missing."
-        if task.text != text or task.stock != stock:
-            return "A task's text or starting stock changed."
-        kept = task.expect.model_dump(include=set(expectations))
-        if not same(expectations, kept):
-            return "An expectation of the starter's suite was removed or changed."
-    return None
-
-
-# --- exercise 4: how much does a pass rate move? ----------------------------------------
-
-
-def _sloppy_suite(rng: random.Random) -> tuple[str, list[str]]:
-    """A suite with planted slips and a few variants, as TOML text; and its variants' names."""
-    kinds = [("full", "false"), ("names", "false"), ("full", "true"), ("shuffled", "true")]
-    chosen = rng.sample(kinds, rng.randint(2, 3))
-    names = [f"{descriptions} {fx.token(rng, 5)}" for descriptions, _ in chosen]
-    variants = "".join(
-        f'[[variants]]\nname = "{name}"\ndescriptions = "{descriptions}"\nhints = {hints}\n\n'
-        for name, (descriptions, hints) in zip(names, chosen, strict=True)
-    )
-    text = (
-        f'name = "spread {fx.token(rng, 6)}"\nmax_steps = 6\nmax_tool_calls = 10\n\n'
-        "[shop]\nproducts = [\n"
-        + "".join(
-            f'    {{ sku = "{row["sku"]}", name = "{row["name"]}", on_hand = {row["on_hand"]}, '
-            f"reorder_point = {row['reorder_point']} }},\n"
-            for row in fx.shop_rows()
-        )
-        + "]\nprices = { "
-        + ", ".join(f"{sku} = {unit}" for sku, unit in fx.prices().items())
-        + " }\n\n[model]\n"
-        + f"quantity_as_text = {rng.randint(20, 40) / 100}\n"
-        + f"invented_tool = {rng.randint(10, 30) / 100}\n"
-        + f"wrong_sku = {rng.randint(5, 20) / 100}\n\n"
-        + variants
-        + '[[tasks]]\nname = "morning plan"\ntext = "Plan this morning\'s re-order."\n'
-        + '[tasks.expect]\nstop_reason = "final_answer"\n'
-        + "drafts = { SKU-VANILLA = 6, SKU-STRAWBERRY = 4 }\n\n"
-        + '[[tasks]]\nname = "after a delivery"\ntext = "A delivery came in."\n'
-        + "stock = { SKU-VANILLA = 9 }\n[tasks.expect]\n"
-        + "drafts = { SKU-STRAWBERRY = 4 }\n"
-    )
-    return text, names
-
-
-def _spread_case(rng: random.Random) -> tuple[str, str, list[int], int, list[float]]:
-    """A suite, one of its variants, seeds in an order sorting would change, repeats, the rates.
-
-    The rates are the runtime's own run_suite, one seed at a time.
-    """
-    text, names = _sloppy_suite(rng)
-    variant = rng.choice(names)
-    suite = Suite.model_validate(tomllib.loads(text))
-    alone = suite.model_copy(update={"variants": [v for v in suite.variants if v.name == variant]})
-    repeat = rng.randint(2, 3)
-    rates: dict[int, float] = {}
-    seeds: list[int] = []
-    for _ in range(12):
-        seed = rng.randrange(10**6)
-        rates[seed] = run_suite(alone, repeat=repeat, seed=seed)[0].pass_rate
-        seeds.append(seed)
-        in_order = [rates[s] for s in seeds]
-        if len(seeds) >= 4 and in_order != [rates[s] for s in sorted(seeds)]:
-            break
-    return text, variant, seeds, repeat, [rates[seed] for seed in seeds]
-
-
-@BOOK.exercise(
-    4,
-    points=2,
-    section=S_UNIT_B,
-    asks="One pass rate per seed, in the seeds' order, each that seed's share of passing runs.",
-    hint="pass_rate_spread must keep only the named variant and run the suite once per seed, "
-    "in the order the seeds were given.",
-)
-def ex4_rates_per_seed(rng: random.Random) -> Trial:
-    text, variant, seeds, repeat, wanted = _spread_case(rng)
-    got = yield call("spread", text, variant, seeds, repeat)
-    rates = got.get("rates") if isinstance(got, dict) else None
-    if not isinstance(rates, list) or not all(_rate(rate) is not None for rate in rates):
-        return 'pass_rate_spread should return {"rates": [...], "lowest": ..., "highest": ...}.'
-    if len(rates) != len(wanted):
-        return f"{len(seeds)} seeds should give {len(seeds)} rates; {len(rates)} came back."
-    if all(_same_rate(w, r) for w, r in zip(wanted, rates, strict=True)):
-        return None
-    if sorted(map(float, rates)) == sorted(wanted):
-        return "The rates are right, but not in the order the seeds were given."
-    return "A rate is not the share of that seed's runs that passed (run the named variant only)."
-
-
-@BOOK.exercise(
-    4,
-    points=1,
-    section=S_UNIT_B,
-    asks="lowest and highest are the smallest and largest rate; an unknown variant raises "
-    "KeyError.",
-    hint="Return min and max of the rates, and raise KeyError for a variant the suite does "
-    "not have.",
-)
-def ex4_range_and_unknown(rng: random.Random) -> Trial:
-    text, variant, seeds, repeat, wanted = _spread_case(rng)
-    got = yield call("spread", text, variant, seeds, repeat)
-    if not isinstance(got, dict):
-        return 'pass_rate_spread should return {"rates": [...], "lowest": ..., "highest": ...}.'
-    if not (
-        _same_rate(min(wanted), got.get("lowest")) and _same_rate(max(wanted), got.get("highest"))
-    ):
-        return "lowest and highest should be the smallest and the largest of the rates."
-    unknown = yield call("spread", text, "no variant " + fx.token(rng), seeds[:1], 1, raises=True)
-    return expect(unknown.raised_a("KeyError"), "An unknown variant should raise KeyError.")
-
-
-# --- Unit B's tests, graded by the faulty versions they catch ---------------------------
-
-SUITE_TESTS = BOOK.learner_tests(
-    exercise=4, file="test_book04_suite.py", section=S_UNIT_B, surface=SURFACE
-)
-
-
-@SUITE_TESTS.catches(points=1, behaviour="gives the rates in the order of the sorted seeds")
-def tests_catch_seeds_sorted(reference: ModuleType, rng: random.Random) -> Replaced:
-    right = reference.pass_rate_spread
-
-    def pass_rate_spread(path: str, variant: str, seeds: Sequence[int], repeat: int) -> Any:
-        return right(path, variant, sorted(seeds), repeat)
-
-    return _reference_with(reference, "pass_rate_spread", pass_rate_spread, ["spread"])
-
-
-@SUITE_TESTS.catches(points=1, behaviour="measures the first variant when asked for an unknown one")
-def tests_catch_unknown_variant(reference: ModuleType, rng: random.Random) -> Replaced:
-    right = reference.pass_rate_spread
-
-    def pass_rate_spread(path: str, variant: str, seeds: Sequence[int], repeat: int) -> Any:
-        names = [known.name for known in reference.load_suite(Path(path)).variants]
-        return right(path, variant if variant in names else names[0], seeds, repeat)
-
-    return _reference_with(reference, "pass_rate_spread", pass_rate_spread, ["spread"])
+# The rest of the book declares its checks after these, in report order: the
+# modules import BOOK from this one, so they are imported once it exists.
+from bookproof.grade.books.book04 import unit_a_tests, unit_b  # noqa: E402, F401
