@@ -50,7 +50,7 @@ __all__ = [
 
 # A terminal line shows this much of an argument, an observation or an answer;
 # the page shows the whole text (escaped), wrapped.
-SHOWN_CHARACTERS = 160
+SHOWN_CHARACTERS = 100
 
 Tone = Literal["plain", "ok", "refused", "failed"]
 
@@ -213,7 +213,8 @@ def timeline(run: RecordedRun) -> list[Row]:
 def _shorten(text: str) -> str:
     if len(text) <= SHOWN_CHARACTERS:
         return text
-    return text[: SHOWN_CHARACTERS - 3] + "..."
+    # One ellipsis character: three dots could be part of the text itself.
+    return text[: SHOWN_CHARACTERS - 1] + "\u2026"
 
 
 def format_timeline(rows: Sequence[Row]) -> list[str]:
