@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from morning_plan import CHAPTER_3, ROOT, SHOP, ask, turn
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
@@ -290,3 +292,34 @@ def test_export_refuses_an_unusable_target_in_one_line(
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: cannot write")
     result = cli("export", str(checkpoint_trace))
     assert result.returncode == 2 and "--otlp-json" in result.stderr
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(task=st.text(max_size=40), answer=st.text(min_size=1, max_size=40))
+def test_any_run_exports_to_the_schema_and_keeps_its_words_out(task: str, answer: str) -> None:
+    events: list[dict[str, Any]] = []
+    run_task(
+        ScriptedModel([turn(ask("c1", "list_stock")), AssistantMessage(content=answer)]),
+        build_tools(SHOP),
+        task or "t",
+        max_steps=3,
+        max_tool_calls=3,
+        recorder=Recorder(events.append),
+    )
+    runs = parse_trace([json.dumps(event) + "\n" for event in events])
+    plain = export_runs(runs)
+    spans = spans_of(parse_otlp(plain))
+    assert [span.name for span in spans] == [
+        "invoke_agent",
+        "chat offline",
+        "execute_tool list_stock",
+        "chat offline",
+    ]
+    assert all(
+        pair.key not in ("gen_ai.input.messages", "gen_ai.output.messages")
+        for span in spans
+        for pair in span.attributes
+    )
+    full = spans_of(parse_otlp(export_runs(runs, content=True)))
+    said = json.loads(attributes(full[0])["gen_ai.output.messages"])
+    assert said[0]["parts"][0]["content"] == answer

@@ -23,7 +23,7 @@ from morning_plan import CHAPTER_3, PLAN, ROOT, SHOP, ask, turn
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage
 from sovereign_agent.models.offline import ScriptedModel
-from sovereign_agent.shop import ProductArguments, build_tools
+from sovereign_agent.shop import NoArguments, ProductArguments, build_tools
 from sovereign_agent.skills import build_skill_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool
 from sovereign_agent.trace import JsonLinesFile, Recorder, parse_trace, read_trace
@@ -263,3 +263,39 @@ def test_show_refuses_a_page_it_cannot_write_in_one_line(
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert result.stderr.startswith(f"error: cannot write {tmp_path / 'missing' / 'p.html'}")
+
+
+def test_a_long_result_is_cut_on_the_terminal_and_whole_on_the_page(tmp_path: Path) -> None:
+    long_note = "cold " * 200 + "END-OF-NOTE"
+
+    def report(arguments: NoArguments) -> Any:
+        return long_note
+
+    shop = build_tools(SHOP)
+    tool = ExecutableTool("report", "A long report.", NoArguments, report, False)
+    trace = tmp_path / "long.jsonl"
+    run_task(
+        ScriptedModel([turn(ask("c1", "report")), AssistantMessage(content="Read.")]),
+        Dispatcher([*shop.tools.values(), tool], allowed=[*shop.allowed, "report"]),
+        "Report.",
+        max_steps=3,
+        max_tool_calls=3,
+        recorder=Recorder(JsonLinesFile(trace)),
+    )
+    shown = cli("show", str(trace))
+    line = next(line for line in shown.stdout.splitlines() if "tool report" in line)
+    assert "END-OF-NOTE" not in line and line.endswith("\u2026")
+    assert len(line) < 160
+    page = tmp_path / "long.html"
+    assert cli("show", str(trace), "--html", str(page)).returncode == 0
+    assert "END-OF-NOTE" in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", ["show", "export"])
+def test_a_fifo_named_as_the_trace_is_refused_at_once(command: str, tmp_path: Path) -> None:
+    fifo = tmp_path / "trace.jsonl"
+    os.mkfifo(fifo)
+    extra = ["--otlp-json", str(tmp_path / "out.json")] if command == "export" else []
+    result = cli(command, str(fifo), *extra)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "FIFO" in result.stderr

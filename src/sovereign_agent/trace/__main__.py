@@ -24,6 +24,7 @@ from sovereign_agent.trace.otlp import export_runs
 from sovereign_agent.trace.replay import ReplayReport, ReplaySetupError, replay_run
 from sovereign_agent.trace.summary import format_summary, summarize
 from sovereign_agent.trace.timeline import (
+    SHOWN_CHARACTERS,
     format_timeline,
     timeline,
     timeline_html,
@@ -213,7 +214,7 @@ def _timeline(runs: Sequence[RecordedRun], trace: Path, page: Path | None) -> in
     for run in runs:
         if lines:
             lines.append("")
-        lines += format_timeline(timeline(run))
+        lines += format_timeline(timeline(run, limit=SHOWN_CHARACTERS))
     _show(lines)
     return 0
 

@@ -40,6 +40,7 @@ from sovereign_agent.trace.format import (
 from sovereign_agent.trace.inputs import printable
 
 __all__ = [
+    "SHOWN_CHARACTERS",
     "Row",
     "format_duration",
     "format_timeline",
@@ -48,9 +49,10 @@ __all__ = [
     "write_atomically",
 ]
 
-# A terminal line shows this much of an argument, an observation or an answer;
-# the page shows the whole text (escaped), wrapped.
-SHOWN_CHARACTERS = 100
+# A terminal line shows this much of each text it holds (arguments, a result,
+# the model's words, an exception's message), so that a long result does not
+# push the outcome of the call off the line; the page shows every text whole.
+SHOWN_CHARACTERS = 60
 
 Tone = Literal["plain", "ok", "refused", "failed"]
 
@@ -96,14 +98,27 @@ def _tone(code: str) -> Tone:
     return "failed" if code == "tool_failed" else "refused"
 
 
-def _outcome(event: ToolOutcomeEvent) -> str:
+def _cut(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    # One ellipsis character: three dots could be part of the text itself.
+    return text[: limit - 1] + "\u2026"
+
+
+def _quoted(text: str, limit: int | None) -> str:
+    return _cut(json.dumps(text, ensure_ascii=False), limit)
+
+
+def _outcome(event: ToolOutcomeEvent, limit: int | None) -> str:
     said = event.code if event.handler_ran else f"{event.code} (handler did not run)"
     if event.code == "ok":
-        said += f" {json.dumps(event.observation.get('value'), ensure_ascii=False)}"
+        value = json.dumps(event.observation.get("value"), ensure_ascii=False)
+        said += f" {_cut(value, limit)}"
     if event.failure_stage is not None:
         said += f", at {event.failure_stage}"
     if event.exception_type is not None:
-        said += f": {event.exception_type}: {event.exception_message or ''}".rstrip()
+        message = _cut(event.exception_message or "", limit)
+        said += f": {event.exception_type}: {message}".rstrip()
     if event.argument_problems:
         problems = ", ".join(
             f"{'.'.join(str(part) for part in problem.location) or '(arguments)'} {problem.kind}"
@@ -113,7 +128,7 @@ def _outcome(event: ToolOutcomeEvent) -> str:
     return said
 
 
-def _reply(event: ModelReplyEvent) -> str:
+def _reply(event: ModelReplyEvent, limit: int | None) -> str:
     if event.tool_calls:
         said = f"{len(event.tool_calls)} call(s): " + ", ".join(
             f"{call.name} [{call.id}]" for call in event.tool_calls
@@ -121,21 +136,25 @@ def _reply(event: ModelReplyEvent) -> str:
     else:
         said = "no calls"
     if event.content:
-        said += f"; says {json.dumps(event.content, ensure_ascii=False)}"
+        said += f"; says {_quoted(event.content, limit)}"
     reasons = ", ".join(event.finish_reasons)
     if reasons:
         said += f"; finish {reasons}"
     return said + _tokens(event.input_tokens, event.output_tokens)
 
 
-def timeline(run: RecordedRun) -> list[Row]:
-    """The rows of one run, in the order its events were written."""
+def timeline(run: RecordedRun, *, limit: int | None = None) -> list[Row]:
+    """The rows of one run, in the order its events were written.
+
+    With `limit`, each text from the run is cut to that many characters
+    (`SHOWN_CHARACTERS` on a terminal); without, every text is whole.
+    """
     start = run.started
     first, last = run.lines[0], run.lines[-1]
     rows = [
         Row("", "run", "", f"{run.run_id} (trace lines {first}-{last})"),
         Row("", "model", "", f"{start.model}; started {_started_at(start)}"),
-        Row("", "task", "", json.dumps(start.task, ensure_ascii=False)),
+        Row("", "task", "", _quoted(start.task, limit)),
         Row(
             "",
             "bounds",
@@ -157,7 +176,7 @@ def timeline(run: RecordedRun) -> list[Row]:
                     str(event.step),
                     f"chat {event.response_model}",
                     format_duration(event.duration_ns),
-                    sent + _reply(event),
+                    sent + _reply(event, limit),
                 )
             )
             asked = None
@@ -171,7 +190,7 @@ def timeline(run: RecordedRun) -> list[Row]:
                     str(event.step),
                     f"tool {event.tool_name}",
                     format_duration(event.duration_ns),
-                    f"[{event.call_id}] {arguments} -> {_outcome(event)}",
+                    f"[{event.call_id}] {_cut(arguments, limit)} -> {_outcome(event, limit)}",
                     _tone(event.code),
                 )
             )
@@ -196,7 +215,7 @@ def timeline(run: RecordedRun) -> list[Row]:
             tone: Tone = "ok" if event.stop_reason == "final_answer" else "failed"
             rows.append(Row("", "finished", format_duration(event.duration_ns), stop, tone))
             if event.answer is not None:
-                rows.append(Row("", "answer", "", json.dumps(event.answer, ensure_ascii=False)))
+                rows.append(Row("", "answer", "", _quoted(event.answer, limit)))
     if not run.complete:
         rows.append(
             Row(
@@ -210,21 +229,14 @@ def timeline(run: RecordedRun) -> list[Row]:
     return rows
 
 
-def _shorten(text: str) -> str:
-    if len(text) <= SHOWN_CHARACTERS:
-        return text
-    # One ellipsis character: three dots could be part of the text itself.
-    return text[: SHOWN_CHARACTERS - 1] + "\u2026"
-
-
 def format_timeline(rows: Sequence[Row]) -> list[str]:
-    """The rows as terminal lines, long texts cut short; still to be passed through `printable`."""
+    """The rows as terminal lines, in columns; still to be passed through `printable`."""
     what_width = max(len(row.what) for row in rows)
     duration_width = max(len(row.duration) for row in rows)
     lines = []
     for row in rows:
         head = f"{row.step:>2}  {row.what:<{what_width}}  {row.duration:>{duration_width}}"
-        lines.append(f"{head}  {_shorten(row.text)}".rstrip())
+        lines.append(f"{head}  {row.text}".rstrip())
     return lines
 
 
