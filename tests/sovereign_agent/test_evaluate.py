@@ -548,3 +548,26 @@ def test_a_variant_may_name_the_code_that_builds_its_tools_beside_the_suite(
     assert chapter.pass_rate == 1.0
     assert moved.pass_rate == 0.0
     assert {name for run in moved.runs for name in run.failed} == {"on_hand"}
+
+
+def test_a_trace_that_cannot_be_read_back_costs_only_the_line_numbers(tmp_path: Path) -> None:
+    trace, report = tmp_path / "t.jsonl", tmp_path / "r.json"
+    # Someone else's broken line already in the file: the runs append after it.
+    trace.write_text("not an event\n", encoding="utf-8")
+    result = evaluate(
+        str(SUITE),
+        "--repeat",
+        "1",
+        "--quiet",
+        "--json",
+        str(report),
+        env={"SOVEREIGN_TRACE": str(trace)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("warning: the runs' lines in the trace are left out: ")
+    assert "line 1: not a complete JSON object" in result.stderr
+    records = json.loads(report.read_text(encoding="utf-8"))["runs"]
+    assert all(r["trace"]["lines"] is None for r in records)
+    ids = {r["trace"]["run"] for r in records}
+    assert len(ids) == 10
+    assert all(run_id in trace.read_text(encoding="utf-8") for run_id in ids)
