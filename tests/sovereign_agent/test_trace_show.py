@@ -299,3 +299,11 @@ def test_a_fifo_named_as_the_trace_is_refused_at_once(command: str, tmp_path: Pa
     result = cli(command, str(fifo), *extra)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "FIFO" in result.stderr
+
+
+def test_the_page_is_readable_by_its_owner_only(checkpoint_trace: Path, tmp_path: Path) -> None:
+    page = tmp_path / "p.html"
+    page.write_text("an older page", encoding="utf-8")
+    assert cli("show", str(checkpoint_trace), "--html", str(page)).returncode == 0
+    assert page.stat().st_mode & 0o777 == 0o600
+    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

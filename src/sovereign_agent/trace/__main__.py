@@ -61,7 +61,8 @@ stop. Long texts are cut short on the terminal; --html writes them whole.
 A trace is outside input: text from it is printed with control and invisible
 characters escaped, and every text on the page is HTML-escaped; the page loads
 nothing and runs no script. It is written through a temporary file and a
-rename, so an old page is never left half overwritten.
+rename, so an old page is never left half overwritten, and is readable by
+you only, like the trace it comes from should be.
 
 exit status: 0 shown, 2 unusable trace, options, or no such run.
 """
@@ -78,7 +79,8 @@ same file. Child spans carry their recorded durations laid end to end from the
 run's start: the trace does not record the gaps between calls.
 
 Without --content no message text, tool arguments, tool results or exception
-messages are written: only what happened and how long it took.
+messages are written: only what happened and how long it took. The file is
+written through a temporary file and a rename, readable by you only.
 
 exit status: 0 written, 2 unusable trace, options, or no such run.
 """

@@ -248,7 +248,8 @@ td, th { border-bottom: 1px solid #ddd; padding: 0.3em 0.6em; vertical-align: to
   text-align: left; }
 td.text { font-family: ui-monospace, monospace; white-space: pre-wrap;
   overflow-wrap: anywhere; }
-td.duration { text-align: right; white-space: nowrap; }
+td.duration, td.what { white-space: nowrap; }
+td.duration { text-align: right; }
 tr.ok td.what { color: #1a7f37; }
 tr.refused td.what { color: #9a6700; }
 tr.failed td.what { color: #cf222e; font-weight: bold; }
@@ -302,7 +303,9 @@ def write_atomically(path: Path, text: str) -> None:
     """Write `text` through a temporary file beside `path` and a rename: never half a file.
 
     A crash or a full disk leaves the old file whole (or none), never a page
-    or an export cut off in the middle that a tool would half-read.
+    or an export cut off in the middle that a tool would half-read. The file
+    is readable by its owner only (the temporary file's mode): it holds what
+    the trace holds, and a trace is not a public file.
     """
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
