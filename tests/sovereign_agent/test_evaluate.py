@@ -315,6 +315,70 @@ def test_the_chapter_suite_prints_the_same_table_for_the_same_seed(tmp_path: Pat
     ]
     assert document["seed"] == 4 and document["repeat"] == 5
     assert all(v["runs"] == 10 for v in document["variants"])
+    # Every rate printed carries its interval, and the JSON holds the same.
+    for line, variant in zip(lines[5:10], document["variants"], strict=True):
+        low, high = variant["pass_rate_interval"]
+        shown = f"{100 * variant['pass_rate']:.1f}% ({100 * low:.1f}-{100 * high:.1f})"
+        assert shown in line
+        assert line.count("%") == 3
+    assert lines[10].startswith("(in parentheses: each rate's 95% interval, Wilson's")
+    assert document["interval"] == "Wilson score, 95%"
+
+
+def test_the_json_holds_one_record_per_run_pointing_into_the_trace(tmp_path: Path) -> None:
+    trace, report = tmp_path / "t.jsonl", tmp_path / "r.json"
+    result = evaluate(
+        str(SUITE),
+        "--repeat",
+        "2",
+        "--seed",
+        "4",
+        "--quiet",
+        "--json",
+        str(report),
+        env={"SOVEREIGN_TRACE": str(trace)},
+    )
+    assert result.returncode == 0, result.stderr
+    document = json.loads(report.read_text(encoding="utf-8"))
+    records = document["runs"]
+    # Five variants, two tasks, two repeats: twenty runs, each once.
+    assert len(records) == 20
+    assert {(r["variant"], r["task"], r["repeat"]) for r in records} == {
+        (v["variant"], task, repeat)
+        for v in document["variants"]
+        for task in ("morning plan", "after a delivery")
+        for repeat in (0, 1)
+    }
+    assert records[0]["seed"] == "4/morning plan/0"
+    for variant in document["variants"]:
+        mine = [r for r in records if r["variant"] == variant["variant"]]
+        assert sum(r["passed"] for r in mine) == variant["passed"]
+        assert all(r["passed"] == (r["expectations_broken"] == []) for r in mine)
+    # Each record names its run in the trace, and the lines it names are that run's.
+    recorded = {run.run_id: run for run in read_trace(trace)}
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    for record in records:
+        assert record["trace"]["file"] == str(trace)
+        run = recorded[record["trace"]["run"]]
+        first, last = record["trace"]["lines"]
+        assert (first, last) == (run.lines[0], run.lines[-1])
+        assert json.loads(lines[first - 1])["event"] == "run_started"
+        finished = json.loads(lines[last - 1])
+        assert finished["event"] == "run_finished"
+        assert finished["stop_reason"] == record["stop_reason"]
+        assert finished["steps"] == record["steps"]
+    shuffled = [r for r in records if r["variant"] == "shuffled"]
+    assert all(
+        set(r["expectations_broken"]) == {"drafts", "stop_reason", "total_pence"} for r in shuffled
+    )
+
+
+def test_without_a_trace_the_records_point_nowhere(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    result = evaluate(str(SUITE), "--repeat", "1", "--quiet", "--json", str(report))
+    assert result.returncode == 0, result.stderr
+    records = json.loads(report.read_text(encoding="utf-8"))["runs"]
+    assert len(records) == 10 and all(r["trace"] is None for r in records)
 
 
 def test_a_run_of_the_suite_under_the_trace_variable_replays(tmp_path: Path) -> None:
@@ -484,3 +548,26 @@ def test_a_variant_may_name_the_code_that_builds_its_tools_beside_the_suite(
     assert chapter.pass_rate == 1.0
     assert moved.pass_rate == 0.0
     assert {name for run in moved.runs for name in run.failed} == {"on_hand"}
+
+
+def test_a_trace_that_cannot_be_read_back_costs_only_the_line_numbers(tmp_path: Path) -> None:
+    trace, report = tmp_path / "t.jsonl", tmp_path / "r.json"
+    # Someone else's broken line already in the file: the runs append after it.
+    trace.write_text("not an event\n", encoding="utf-8")
+    result = evaluate(
+        str(SUITE),
+        "--repeat",
+        "1",
+        "--quiet",
+        "--json",
+        str(report),
+        env={"SOVEREIGN_TRACE": str(trace)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith("warning: the runs' lines in the trace are left out: ")
+    assert "line 1: not a complete JSON object" in result.stderr
+    records = json.loads(report.read_text(encoding="utf-8"))["runs"]
+    assert all(r["trace"]["lines"] is None for r in records)
+    ids = {r["trace"]["run"] for r in records}
+    assert len(ids) == 10
+    assert all(run_id in trace.read_text(encoding="utf-8") for run_id in ids)

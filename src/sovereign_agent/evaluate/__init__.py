@@ -6,7 +6,8 @@
 - `variants`: the shop's tools with full, emptied or shuffled descriptions;
 - `metrics`: a run's calls and codes, invalid choices, recoveries, confusions;
 - `run`: every variant, task and repeat, each run checked and measured;
-- `report`: the table the command prints, and its JSON.
+- `interval`: how sure a rate is, Wilson's 95% score interval;
+- `report`: the table the command prints, and its JSON (one record per run).
 
 `python -m sovereign_agent.evaluate SUITE.toml --repeat N --seed S` is the command line.
 """

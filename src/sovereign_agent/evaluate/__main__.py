@@ -13,14 +13,17 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sovereign_agent.evaluate.report import format_report, to_json
-from sovereign_agent.evaluate.run import ModelFactory, run_suite
+from sovereign_agent.evaluate.interval import CONFIDENCE
+from sovereign_agent.evaluate.report import format_report, run_records, to_json
+from sovereign_agent.evaluate.run import ModelFactory, VariantResult, run_suite
 from sovereign_agent.evaluate.suite import Suite, SuiteError, load_suite
 from sovereign_agent.models import MODEL_VARIABLE, ModelError, model_from_env
+from sovereign_agent.trace.format import TraceFormatError, read_trace
 from sovereign_agent.trace.inputs import printable
+from sovereign_agent.trace.recorder import TRACE_VARIABLE
 
 # Each repeat runs every task under every variant, and with SOVEREIGN_MODEL set
 # each run is real, paid requests: the bound keeps one slip of the keyboard
@@ -43,7 +46,14 @@ the seed then play no part, and each run costs a real request or several.
 columns: pass rate (runs whose every expectation held); steps and tool calls
 (means per run); invalid choices (calls refused for the tool, the arguments
 or the syntax the model chose, over all calls); recovery (refused or failed
-calls followed by a corrected one, over all such calls).
+calls followed by a corrected one, over all such calls). Each rate is followed
+by its 95% interval (Wilson's score interval), in parentheses: two variants whose
+intervals overlap widely have not been told apart. Calls of one run are not
+independent, so the intervals over calls understate the uncertainty.
+
+--json FILE holds the same figures with their intervals, and one record per
+run: its variant, task, repeat, seed, outcome, the expectations it broke and,
+with SOVEREIGN_TRACE set, its run id and lines in that trace.
 """
 
 
@@ -116,6 +126,28 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
+def _trace_lines(
+    results: Sequence[VariantResult], warn: Callable[[str], None]
+) -> tuple[str | None, dict[str, tuple[int, int]]]:
+    """The trace file the runs went to, and each of their runs' first and last lines in it.
+
+    Read back after the suite: other processes may have appended to the same
+    file meanwhile, and the reader groups lines by run whatever the order.
+    A trace that cannot be read (another writer broke a line) costs the line
+    numbers only, with a warning: the run ids still point into it.
+    """
+    named = os.environ.get(TRACE_VARIABLE, "").strip()
+    ids = {run.trace_run for result in results for run in result.runs if run.trace_run}
+    if not named or not ids:
+        return None, {}
+    try:
+        runs = read_trace(Path(named))
+    except TraceFormatError as error:
+        warn(f"warning: the runs' lines in the trace are left out: {error}")
+        return named, {}
+    return named, {run.run_id: (run.lines[0], run.lines[-1]) for run in runs if run.run_id in ids}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     options = _parser().parse_args(argv)
     if not 1 <= options.repeat <= MAX_REPEAT:
@@ -147,12 +179,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     header = _header(suite, options.suite, options.repeat, options.seed, real_model)
     print("\n".join(printable(line) for line in [*header, *format_report(results)]))
     if options.json is not None:
+        trace, lines = _trace_lines(results, progress)
         document = {
             "suite": suite.name,
             "repeat": options.repeat,
             "seed": None if real_model else options.seed,
             "model": real_model or "offline stand-in",
+            "interval": f"Wilson score, {100 * CONFIDENCE:.0f}%",
             "variants": to_json(results),
+            "runs": run_records(results, trace=trace, trace_lines=lines),
         }
         try:
             _write_atomically(options.json, json.dumps(document, indent=2) + "\n")

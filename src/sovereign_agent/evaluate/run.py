@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sovereign_agent.evaluate.interval import Rate
 from sovereign_agent.evaluate.metrics import (
     Call,
     calls_of,
@@ -29,6 +30,7 @@ from sovereign_agent.loop import RunRecord, run_task
 from sovereign_agent.models import ModelClient
 from sovereign_agent.shop import NoArguments
 from sovereign_agent.tools import Dispatcher
+from sovereign_agent.trace.recorder import recorder_from_env
 from sovereign_agent.trace.replay import load_factory
 
 __all__ = [
@@ -55,6 +57,10 @@ class RunResult:
     failed: tuple[str, ...]
     calls: tuple[Call, ...]
     final_stock: tuple[Mapping[str, Any], ...]
+    # What the run's dice were seeded with (offline), or None for a real model.
+    seed: str | None = None
+    # The run's id in the trace SOVEREIGN_TRACE names, or None when not traced.
+    trace_run: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -90,6 +96,25 @@ class VariantResult:
         counted = [recoveries(run.calls) for run in self.runs]
         mistakes = sum(made for made, _ in counted)
         return None if mistakes == 0 else sum(fixed for _, fixed in counted) / mistakes
+
+    @property
+    def passes(self) -> Rate:
+        """Runs whose every expectation held, of all runs."""
+        return Rate(sum(run.passed for run in self.runs), len(self.runs))
+
+    @property
+    def invalid(self) -> Rate:
+        """Calls refused for what the model chose, of all calls."""
+        return Rate(
+            sum(invalid_choices(run.calls) for run in self.runs),
+            sum(len(run.calls) for run in self.runs),
+        )
+
+    @property
+    def recovered(self) -> Rate:
+        """Mistakes followed by a corrected call, of all mistakes."""
+        counted = [recoveries(run.calls) for run in self.runs]
+        return Rate(sum(fixed for _, fixed in counted), sum(made for made, _ in counted))
 
     @property
     def confusion(self) -> Counter[tuple[str, str]]:
@@ -145,10 +170,13 @@ def _task_tools(suite: Suite, task: Task, variant: Variant) -> Dispatcher:
 
 
 def _one_run(
-    suite: Suite, task: Task, variant: Variant, repeat: int, model: ModelClient
+    suite: Suite, task: Task, variant: Variant, repeat: int, model: ModelClient, seed: str | None
 ) -> RunResult:
     tools = _task_tools(suite, task, variant)
     offered = tools.schemas()
+    # The recorder run_task would make itself (SOVEREIGN_TRACE, or none), held
+    # here so that the result can name the run's id in the trace.
+    recorder = recorder_from_env()
     record = run_task(
         model,
         tools,
@@ -156,6 +184,7 @@ def _one_run(
         max_steps=suite.max_steps,
         max_tool_calls=suite.max_tool_calls,
         system=suite.system,
+        recorder=recorder,
     )
     # The operator reads the final stock through the shop's own report, past
     # the allowlist: a variant may hide list_stock from the model, never from us.
@@ -167,6 +196,8 @@ def _one_run(
         failed=check_expectations(task.expect, record, final_stock),
         calls=tuple(calls_of(record, offered)),
         final_stock=tuple(final_stock),
+        seed=seed,
+        trace_run=recorder.run_id if recorder.enabled else None,
     )
 
 
@@ -189,8 +220,11 @@ def run_suite(
             for index in range(repeat):
                 # A string seed is hashed the same way in every process and
                 # every Python version that this project supports.
-                rng = random.Random(f"{seed}/{task.name}/{index}")
-                result.runs.append(_one_run(suite, task, variant, index, make_model(rng)))
+                dice = f"{seed}/{task.name}/{index}"
+                model = make_model(random.Random(dice))
+                result.runs.append(
+                    _one_run(suite, task, variant, index, model, dice if models is None else None)
+                )
             if progress is not None:
                 passed = sum(run.passed for run in result.runs if run.task == task.name)
                 progress(

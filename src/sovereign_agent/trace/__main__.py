@@ -1,23 +1,35 @@
-"""Support the book does not print: `python -m sovereign_agent.trace`, replay or count a trace.
+"""Support the book does not print: `python -m sovereign_agent.trace`, replay, count, show, export.
 
     python -m sovereign_agent.trace replay TRACE.jsonl [--run ID] [--setup REF] [--root DIR]
     python -m sovereign_agent.trace summary TRACE.jsonl
+    python -m sovereign_agent.trace show TRACE.jsonl [--run ID] [--html FILE]
+    python -m sovereign_agent.trace export TRACE.jsonl --otlp-json FILE [--run ID] [--content]
 
-Exit status: 0 when every replayed run matches (or the summary was printed),
-1 when a replay diverged, 2 when the trace or the command cannot be used.
+Exit status: 0 when every replayed run matches (or the summary, timeline or
+export was made), 1 when a replay diverged, 2 when the trace or the command
+cannot be used.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from sovereign_agent.trace.format import RecordedRun, TraceFormatError, read_trace
 from sovereign_agent.trace.inputs import printable
+from sovereign_agent.trace.otlp import export_runs
 from sovereign_agent.trace.replay import ReplayReport, ReplaySetupError, replay_run
 from sovereign_agent.trace.summary import format_summary, summarize
+from sovereign_agent.trace.timeline import (
+    SHOWN_CHARACTERS,
+    format_timeline,
+    timeline,
+    timeline_html,
+    write_atomically,
+)
 
 EPILOG = """\
 replay re-runs each recorded run against today's runtime, offline: the model's
@@ -38,6 +50,39 @@ setup whose tools touch nothing that matters.
 Text from the trace is printed with control and invisible characters escaped.
 
 exit status: 0 all match, 1 a run diverged, 2 unusable trace or options.
+"""
+
+SHOW_EPILOG = """\
+Each run is printed as its steps: the model call (messages and tools sent,
+calls asked for, duration), each tool call (arguments, outcome, duration, and
+for a failure the exception the model was never shown), narrowings, and the
+stop. Long texts are cut short on the terminal; --html writes them whole.
+
+A trace is outside input: text from it is printed with control and invisible
+characters escaped, and every text on the page is HTML-escaped; the page loads
+nothing and runs no script. It is written through a temporary file and a
+rename, so an old page is never left half overwritten, and is readable by
+you only, like the trace it comes from should be.
+
+exit status: 0 shown, 2 unusable trace, options, or no such run.
+"""
+
+EXPORT_EPILOG = """\
+Writes each run as an OpenTelemetry trace in OTLP's JSON encoding (an
+ExportTraceServiceRequest): a run span (invoke_agent), a span per model call
+(chat MODEL) and per tool execution (execute_tool TOOL), both children of the
+run span, with the GenAI semantic conventions' attribute names. Any OTLP tool
+can load it (a collector's otlpjsonfile receiver, for one).
+
+Ids come from the run's content (SHA-256), so the same trace always exports the
+same file. Child spans carry their recorded durations laid end to end from the
+run's start: the trace does not record the gaps between calls.
+
+Without --content no message text, tool arguments, tool results or exception
+messages are written: only what happened and how long it took. The file is
+written through a temporary file and a rename, readable by you only.
+
+exit status: 0 written, 2 unusable trace, options, or no such run.
 """
 
 
@@ -79,6 +124,43 @@ def _parser() -> argparse.ArgumentParser:
         description="Count every refusal and every stop in a trace by failure class.",
     )
     summary.add_argument("trace", type=Path, metavar="TRACE.jsonl")
+    show = commands.add_parser(
+        "show",
+        help="print runs as timelines: steps, calls, outcomes, narrowings, durations",
+        description="Print recorded runs as timelines, or write them as a web page.",
+        epilog=SHOW_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    show.add_argument("trace", type=Path, metavar="TRACE.jsonl")
+    show.add_argument("--run", metavar="ID", help="only the run with this id (or id prefix)")
+    show.add_argument(
+        "--html",
+        type=Path,
+        metavar="FILE",
+        help="write a self-contained page of the timelines to FILE instead of printing them",
+    )
+    export = commands.add_parser(
+        "export",
+        help="write runs as OpenTelemetry spans (OTLP JSON)",
+        description="Write recorded runs as OpenTelemetry spans, in OTLP's JSON encoding.",
+        epilog=EXPORT_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    export.add_argument("trace", type=Path, metavar="TRACE.jsonl")
+    export.add_argument(
+        "--otlp-json",
+        type=Path,
+        metavar="FILE",
+        required=True,
+        help="the file to write (an ExportTraceServiceRequest in OTLP JSON)",
+    )
+    export.add_argument("--run", metavar="ID", help="only the run with this id (or id prefix)")
+    export.add_argument(
+        "--content",
+        action="store_true",
+        help="also write the sensitive content: the task, system message, the model's words, "
+        "tool arguments and results, exception messages (off by default)",
+    )
     return parser
 
 
@@ -114,13 +196,44 @@ def _show(lines: Sequence[str], *, error: bool = False) -> None:
         print(printable(line), file=sys.stderr if error else sys.stdout)
 
 
+class NoSuchRun(Exception):
+    """`--run` named an id that no run in the trace starts with."""
+
+
+def _chosen(runs: Sequence[RecordedRun], only: str | None) -> list[RecordedRun]:
+    chosen = [run for run in runs if only is None or run.run_id.startswith(only)]
+    if not chosen:
+        raise NoSuchRun(f"no run whose id starts with {only!r}")
+    return chosen
+
+
+def _timeline(runs: Sequence[RecordedRun], trace: Path, page: Path | None) -> int:
+    if page is not None:
+        write_atomically(page, timeline_html(runs, title=f"{trace.name}: {len(runs)} run(s)"))
+        _show([f"wrote {page}: {len(runs)} run(s)"])
+        return 0
+    lines: list[str] = []
+    for run in runs:
+        if lines:
+            lines.append("")
+        lines += format_timeline(timeline(run, limit=SHOWN_CHARACTERS))
+    _show(lines)
+    return 0
+
+
+def _export(runs: Sequence[RecordedRun], target: Path, content: bool) -> int:
+    document = export_runs(runs, content=content)
+    write_atomically(target, json.dumps(document, indent=1) + "\n")
+    spans = sum(len(scope["spans"]) for scope in document["resourceSpans"][0]["scopeSpans"])
+    held = "with content" if content else "without content"
+    _show([f"wrote {target}: {len(runs)} run(s), {spans} span(s), {held}"])
+    return 0
+
+
 def _replay(
     runs: Sequence[RecordedRun], only: str | None, setup: str | None, root: Path | None
 ) -> int:
-    chosen = [run for run in runs if only is None or run.run_id.startswith(only)]
-    if not chosen:
-        _show([f"no run whose id starts with {only!r}"], error=True)
-        return 2
+    chosen = _chosen(runs, only)
     diverged = 0
     for run in chosen:
         report = replay_run(run, setup=setup, root=root)
@@ -138,9 +251,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if options.command == "summary":
             _show([f"{options.trace}:", *format_summary(summarize(runs))])
             return 0
+        if options.command == "show":
+            return _timeline(_chosen(runs, options.run), options.trace, options.html)
+        if options.command == "export":
+            return _export(_chosen(runs, options.run), options.otlp_json, options.content)
         return _replay(runs, options.run, options.setup, options.root)
-    except (TraceFormatError, ReplaySetupError, ValueError) as error:
+    except (TraceFormatError, ReplaySetupError, NoSuchRun, ValueError) as error:
         _show([f"error: {error}"], error=True)
+        return 2
+    except OSError as error:
+        # The page or the export could not be written: a full disk, a missing folder.
+        target = options.html if options.command == "show" else options.otlp_json
+        _show([f"error: cannot write {target}: {error.strerror or error}"], error=True)
         return 2
 
 

@@ -444,6 +444,15 @@ class Recorder:
     def enabled(self) -> bool:
         return self._sink is not None
 
+    @property
+    def run_id(self) -> str | None:
+        """The id of the run being recorded, or of the last one; None before any, or without a sink.
+
+        An evaluation reads it after each run to point from its results to the
+        run's lines in the trace.
+        """
+        return self._run or None
+
     def _next(self) -> int:
         self._seq += 1
         return self._seq
