@@ -285,3 +285,23 @@ def test_an_exercise_book_without_a_readme_gets_a_page_that_says_so(tmp_path: Pa
     assert "note: " in completed.stdout and "exercise book 2 has no README" in completed.stdout
     readme = page(tmp_path / "site" / "html", "exercises/book02/README.html")
     assert "This exercise book has no README yet." in one(readme, "article").get_text()
+
+
+def test_a_figure_is_shown_numbered_with_its_caption_and_alt_text(built: Path) -> None:
+    figure = one(page(built, CH01_PAGE), "figure.book-figure")
+    assert figure.get("id") == "figure-1-1"
+    image = one(figure, "img")
+    assert str(image["src"]).endswith("ch01_stock.svg")
+    assert image["alt"] == "Two bars: vanilla, 2 tubs, and chocolate, 7 tubs"
+    assert (built / "book/textbook" / str(image["src"])).resolve().is_file()
+    caption = one(figure, "figcaption")
+    assert one(caption, ".figure-number").get_text() == "Figure 1.1"
+    assert " ".join(caption.get_text().split()).startswith(
+        "Figure 1.1: The tubs of each flavour, stock in Listing 1.2."
+    )
+    # The caption line is the figure's caption now, not a paragraph of its own.
+    assert not [
+        p
+        for p in page(built, CH01_PAGE).select("article p")
+        if p.get_text().startswith("Figure 1.1:") and p.find_parent("figcaption") is None
+    ]

@@ -16,6 +16,7 @@ every page has been read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
@@ -334,6 +335,59 @@ def _number_sections(
         _targets(env)[f"section:{major}.{minor}"] = (docname, anchor)
 
 
+_FIGURE_CAPTION = re.compile(r"Figure (\d+)\.(\d+): ")
+
+
+def _figure_image(paragraph: nodes.paragraph) -> nodes.image | None:
+    """The paragraph's image when it is a book figure: alone, and drawn into `figures/`."""
+    children = [
+        child
+        for child in paragraph.children
+        if not (isinstance(child, nodes.Text) and not child.astext().strip())
+    ]
+    if len(children) != 1 or not isinstance(children[0], nodes.image):
+        return None
+    image = children[0]
+    uri = str(image.get("uri", ""))
+    return image if "figures/" in uri and uri.endswith(".svg") else None
+
+
+def _number_figures(env: BuildEnvironment, chapter: ChapterData, doctree: nodes.document) -> None:
+    """Each image paragraph followed by "Figure N.M: ..." becomes one numbered figure.
+
+    The Markdown keeps the number and caption as plain text, so that GitHub
+    shows them too; here they become the figure's caption, with an anchor
+    (`#figure-N-M`) for links. The verifier has checked the numbering.
+    """
+    for paragraph in list(doctree.findall(nodes.paragraph)):
+        image = _figure_image(paragraph)
+        parent = paragraph.parent
+        if image is None or parent is None:
+            continue
+        index = parent.index(paragraph)
+        following = parent[index + 1] if index + 1 < len(parent) else None
+        if not isinstance(following, nodes.paragraph) or not following.children:
+            continue
+        first = following[0]
+        match = _FIGURE_CAPTION.match(first.astext()) if isinstance(first, nodes.Text) else None
+        if match is None:
+            continue
+        label = f"{match[1]}.{match[2]}"
+        anchor = f"figure-{match[1]}-{match[2]}"
+        caption = nodes.caption(
+            "",
+            "",
+            nodes.inline("", f"Figure {label}", classes=["figure-number"]),
+            nodes.Text(": " + first.astext()[match.end() :]),
+            *[child.deepcopy() for child in following.children[1:]],
+        )
+        figure = nodes.figure("", image.deepcopy(), caption, ids=[anchor], classes=["book-figure"])
+        figure.source, figure.line = paragraph.source, paragraph.line
+        _targets(env)[f"figure:{label}"] = (env.docname, anchor)
+        parent.replace(paragraph, figure)
+        parent.remove(following)
+
+
 def _checked_too(checked: list[str]) -> str:
     if not checked:
         return ""
@@ -467,6 +521,7 @@ def _on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     chapter = site.chapter_for(docname)
     _number_sections(env, docname, chapter, doctree)
     if chapter is not None:
+        _number_figures(env, chapter, doctree)
         _insert_banner(site, chapter, doctree)
         _counts(env)[docname] = _listings_read(env)
     _mark_mentions(doctree)

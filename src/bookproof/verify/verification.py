@@ -18,6 +18,7 @@ from bookproof.verify.execute import (
     run_listings,
     stop_all,
 )
+from bookproof.verify.figures import FiguresRun, draw_figures, find_figures
 from bookproof.verify.judge import ChapterJob, judge_chapter
 from bookproof.verify.manifest import ManifestChapter
 from bookproof.verify.verdict import ChapterVerdict
@@ -40,12 +41,14 @@ class _ChapterRuns:
     listings: Future[ListingsRun] | None = None
     checkpoint: Future[ProcessRun] | None = None
     learner: Future[ProcessRun] | None = None
+    figures: Future[FiguresRun] | None = None
     # Starts at 1 for the parse itself, so the chapter cannot be concluded
     # before every one of its runs has been submitted.
     pending: int = 1
 
     def futures(self) -> list[Future[Any]]:
-        return [f for f in (self.listings, self.checkpoint, self.learner) if f is not None]
+        runs = (self.listings, self.checkpoint, self.learner, self.figures)
+        return [f for f in runs if f is not None]
 
 
 def verify_chapters(
@@ -81,8 +84,9 @@ def verify_chapters(
             listings = runs.listings.result() if runs.listings else None
             checkpoint = runs.checkpoint.result() if runs.checkpoint else None
             learner = runs.learner.result() if runs.learner else None
-            seconds = sum(run.seconds for run in (listings, checkpoint, learner) if run)
-            verdict = judge_chapter(job, listings, checkpoint, learner, seconds)
+            figures = runs.figures.result() if runs.figures else None
+            seconds = sum(run.seconds for run in (listings, checkpoint, learner, figures) if run)
+            verdict = judge_chapter(job, listings, checkpoint, learner, seconds, figures)
         except BaseException as error:  # a verifier defect must surface, never vanish
             with lock:
                 errors.append(error)
@@ -114,12 +118,19 @@ def verify_chapters(
                 runs.checkpoint = pool.submit(run_checkpoint, entry.checkpoint, timeout)
                 runs.learner = pool.submit(import_learner, entry.learner, timeout)
             chapter = read_chapter(path)
-            jobs[position] = ChapterJob(chapter=chapter, entry=entry)
+            figures = find_figures(path, chapter.text, entry.number if entry else None)
+            jobs[position] = ChapterJob(chapter=chapter, entry=entry, figures=tuple(figures))
             problems.extend(chapter.problems)
             # After a format error nothing more is started: the run ends with
             # exit status 2 once every chapter's problems are known.
             if chapter.listings and not problems:
                 runs.listings = pool.submit(run_listings, chapter.path, chapter.listings, timeout)
+            scripts = sorted(
+                {figure.script for figure in figures if figure.problem is None}
+                & {figure.script for figure in figures if figure.script.is_file()}
+            )
+            if scripts and not problems:
+                runs.figures = pool.submit(draw_figures, scripts, timeout)
             started = runs.futures()
             submitted.extend(started)
             with lock:
