@@ -305,3 +305,37 @@ def test_a_figure_is_shown_numbered_with_its_caption_and_alt_text(built: Path) -
         for p in page(built, CH01_PAGE).select("article p")
         if p.get_text().startswith("Figure 1.1:") and p.find_parent("figcaption") is None
     ]
+
+
+def test_a_changes_listing_is_captioned_with_the_class_and_methods_it_changes(
+    tmp_path: Path,
+) -> None:
+    root = copy_fixture_book(tmp_path)
+    textbook = root / "book" / "textbook"
+    # Chapter 2 changes the constructor of chapter 1's Freezer, and shows only that.
+    replace_in(
+        root / CHAPTER_2,
+        "```checkpoint-output",
+        "Chapter 1's freezer now forgets empty flavours:\n\n"
+        "```python changes=Freezer\n"
+        "class Freezer:\n"
+        "    def __init__(self, tubs: dict[str, int]) -> None:\n"
+        "        self.tubs = {flavour: count for flavour, count in tubs.items() if count}\n\n\n"
+        'print(Freezer({"vanilla": 2, "mango": 0}).tubs)\n'
+        "```\n\n```output\n{'vanilla': 2}\n```\n\n```checkpoint-output",
+    )
+    learner = textbook / "learner" / "fixture_ch02_learner.py"
+    learner.write_text(
+        learner.read_text(encoding="utf-8") + "\n\nclass Freezer:\n"
+        "    def __init__(self, tubs: dict[str, int]) -> None:\n"
+        "        self.tubs = {flavour: count for flavour, count in tubs.items() if count}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "site"
+    completed = build(manifest_of(root), out, "--warnings-as-errors")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    listing = one(page(out / "html", CH02_PAGE), "#listing-2-4")
+    assert "listing-changes" in listing["class"]
+    assert one(listing, ".listing-number").get_text() == "Listing 2.4"
+    assert one(listing, ".listing-changes-note").get_text() == "(changes Freezer: __init__)"
+    assert one(listing, ".badge-changes").get_text() == "run as the whole Freezer"

@@ -30,7 +30,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from bookproof.site.sitedata import ChapterData, ListingData, SiteData, read_site_data
 from bookproof.site.xref import Mention, find_mentions
-from bookproof.verify.chapter import classify_info
+from bookproof.verify.chapter import changes_of, classify_info
 
 __all__ = ["FENCE_DIRECTIVES", "BookReference", "format_time", "setup"]
 
@@ -155,6 +155,23 @@ class _Fence(SphinxDirective):
         )
 
 
+def _changed_methods(code: str, name: str) -> str:
+    """The methods a `changes=NAME` listing shows, in its order, for its caption."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return "?"  # the verifier has refused such a listing; a stale report is caught elsewhere
+    return ", ".join(
+        method.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and node.name == name
+        for method in node.body
+        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+    )
+
+
 class PythonFence(_Fence):
     """`python`, `python raises=NAME`, `python skip`, and other `python ...` fences."""
 
@@ -194,6 +211,19 @@ class PythonFence(_Fence):
             ]
         else:
             caption += [nodes.Text(" "), _badge(f"✓ verified: {_MODE_NOTES[listing.mode]}")]
+        changes = changes_of(self.info_string)
+        if changes is not None:
+            # The listing shows part of a class; the verifier ran the whole of it.
+            classes.append("listing-changes")
+            caption[1:1] = [
+                nodes.Text(" "),
+                nodes.inline(
+                    "",
+                    f"(changes {changes}: {_changed_methods(self.body(), changes)})",
+                    classes=["listing-changes-note"],
+                ),
+            ]
+            caption += [nodes.Text(" "), _badge(f"run as the whole {changes}", "changes")]
         return [_captioned(self.block("python"), caption, classes, [anchor])]
 
 

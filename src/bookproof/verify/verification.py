@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bookproof.verify.chapter import read_chapter
+from bookproof.verify.chapter import Chapter, read_chapter
+from bookproof.verify.compose import compose_chapter
 from bookproof.verify.execute import (
     ListingsRun,
     ProcessRun,
@@ -20,7 +21,7 @@ from bookproof.verify.execute import (
 )
 from bookproof.verify.figures import FiguresRun, draw_figures, find_figures
 from bookproof.verify.judge import ChapterJob, judge_chapter
-from bookproof.verify.manifest import ManifestChapter
+from bookproof.verify.manifest import Manifest, ManifestChapter
 from bookproof.verify.verdict import ChapterVerdict
 
 __all__ = ["ChapterFormatError", "ChapterJob", "verify_chapters"]
@@ -51,12 +52,34 @@ class _ChapterRuns:
         return [f for f in runs if f is not None]
 
 
+def earlier_chapters(
+    entry: ManifestChapter | None, manifest: Manifest | None
+) -> Callable[[], list[Chapter]]:
+    """The drafted chapters before `entry` in the book, read when first asked for.
+
+    A `changes=` listing may change a definition an earlier chapter gave; a
+    chapter the manifest does not name has no earlier chapters.
+    """
+
+    def read() -> list[Chapter]:
+        if entry is None or manifest is None:
+            return []
+        return [
+            read_chapter(chapter.text)
+            for chapter in manifest.chapters
+            if chapter.drafted and chapter.text is not None and chapter.number < entry.number
+        ]
+
+    return read
+
+
 def verify_chapters(
     targets: Sequence[tuple[Path, ManifestChapter | None]],
     *,
     parallel: int,
     timeout: float,
     on_done: Callable[[ChapterVerdict], None],
+    manifest: Manifest | None = None,
 ) -> list[tuple[ChapterJob, ChapterVerdict]]:
     """Parse and verify every chapter; at most `parallel` child processes run at once.
 
@@ -117,7 +140,7 @@ def verify_chapters(
                 assert entry.checkpoint is not None and entry.learner is not None
                 runs.checkpoint = pool.submit(run_checkpoint, entry.checkpoint, timeout)
                 runs.learner = pool.submit(import_learner, entry.learner, timeout)
-            chapter = read_chapter(path)
+            chapter = compose_chapter(read_chapter(path), earlier_chapters(entry, manifest))
             figures = find_figures(path, chapter.text, entry.number if entry else None)
             jobs[position] = ChapterJob(chapter=chapter, entry=entry, figures=tuple(figures))
             problems.extend(chapter.problems)
