@@ -293,6 +293,8 @@ def test_a_figure_is_shown_numbered_with_its_caption_and_alt_text(built: Path) -
     image = one(figure, "img")
     assert str(image["src"]).endswith("ch01_stock.svg")
     assert image["alt"] == "Two bars: vanilla, 2 tubs, and chocolate, 7 tubs"
+    # A mention in the prose links to it.
+    assert link_to(page(built, CH01_PAGE), "Figure 1.1") == "#figure-1-1"
     assert (built / "book/textbook" / str(image["src"])).resolve().is_file()
     caption = one(figure, "figcaption")
     assert one(caption, ".figure-number").get_text() == "Figure 1.1"
