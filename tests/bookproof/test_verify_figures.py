@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,10 @@ def test_changing_the_data_behind_a_figure_without_redrawing_fails_naming_it(
     assert "Figure 1.1 (figures/bars.svg)" in completed.stdout
     assert "no longer matches what" in completed.stdout
     assert "scripts/draw_figures.py bars" in completed.stdout
+    junit = book.parent / "report.xml"
+    assert verify(book, "--junit", junit).returncode == 1
+    case = ElementTree.parse(junit).getroot().find(".//testcase[failure]")
+    assert case is not None and case.get("name", "").startswith("figure: ")
     # Redrawing makes it hold again.
     assert draw(book.parent / "figures", "bars").returncode == 0
     assert verify(book).returncode == 0
