@@ -6,6 +6,8 @@ import ast
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from verifying import verify
 
 from bookproof.verify.chapter import Chapter, parse_chapter
@@ -260,3 +262,18 @@ def test_a_chapter_without_changes_never_reads_the_earlier_chapters() -> None:
 
     chapter = parse_chapter(Path("/book/chapter.md"), f"```python\n{FREEZER}```\n")
     assert compose_chapter(chapter, earlier) is chapter
+
+
+# Parsing only, but on a loaded machine one example can take a while.
+@settings(deadline=None)
+@given(st.text(max_size=300))
+def test_any_changes_listing_is_composed_or_refused_with_a_problem_never_a_crash(
+    body: str,
+) -> None:
+    fence = "`" * 4
+    text = f"```python\n{FREEZER}```\n\n{fence}python changes=Freezer\n{body}\n{fence}\n"
+    chapter = compose(text)
+    composed = list(chapter.compositions.values())
+    assert len(composed) + len(chapter.problems) >= 1 or "`" * 4 in body
+    for composition in composed:
+        compile(composition.module, "chapter.md", "exec")

@@ -9,6 +9,8 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from verifying import REPO, verify
 
 from bookproof.verify.figures import find_figures
@@ -194,3 +196,35 @@ def test_a_chapter_with_a_wrongly_numbered_figure_fails_at_its_line(book: Path) 
     assert completed.returncode == 1
     assert f"{book.name}:5" in completed.stdout or ":5:" in completed.stdout
     assert "number it 1.1" in completed.stdout
+
+
+# Parsing only, but on a loaded machine one example can take a while.
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "![a](figures/one.svg)",
+                "![](figures/two.svg)",
+                "Figure 1.1: caption",
+                "Figure 1.2: caption",
+                "Figure 2.1:",
+                "see ![x](figures/x.svg) here",
+                "> ![q](figures/q.svg)",
+                "- ![l](figures/l.svg)",
+                "```\n![c](figures/c.svg)\n```",
+                "text",
+                "",
+            ]
+        ),
+        max_size=12,
+    ),
+    st.text(max_size=40),
+)
+def test_any_chapter_text_gives_figures_each_numbered_in_order_or_with_a_problem(
+    paragraphs: list[str], noise: str
+) -> None:
+    text = "\n\n".join([*paragraphs, noise])
+    for position, figure in enumerate(find_figures(Path("/b/ch.md"), text, 1), 1):
+        assert figure.problem is not None or figure.number == f"1.{position}"
+        assert figure.svg.parent == Path("/b/figures") or figure.problem is not None
