@@ -203,7 +203,7 @@ def changed(body: str) -> str:
         ),
         (
             "def report() -> str:\n    return ''\n",
-            "a `changes=Freezer` listing shows `class Freezer:` once",
+            "a `changes=Freezer` listing shows `class Freezer:` (or `def Freezer`) once",
         ),
         (
             "class Freezer:\n    def report(self) -> str:\n        return ''\n\n"
@@ -221,11 +221,11 @@ def test_a_changes_listing_that_cannot_be_composed_is_a_problem_at_its_line(
     assert problem in chapter.problems[0]
 
 
-def test_a_change_to_a_function_asks_for_the_function_whole() -> None:
+def test_a_change_to_a_function_without_a_snip_line_is_refused() -> None:
     text = "```python\ndef need() -> int:\n    return 1\n```\n\n```python changes=need\n"
-    text += "class need:\n    def f(self) -> None:\n        pass\n```\n"
+    text += "def need() -> int:\n    return 2\n```\n"
     (problem,) = compose(text).problems
-    assert "need is a function (/book/chapter.md:1); a changes listing replaces methods" in problem
+    assert "need is a function (/book/chapter.md:1); show it with a `# ...` line" in problem
 
 
 def test_the_composed_class_keeps_its_order_and_the_chapter_lines_of_each_method() -> None:
@@ -277,3 +277,96 @@ def test_any_changes_listing_is_composed_or_refused_with_a_problem_never_a_crash
     assert len(composed) + len(chapter.problems) >= 1 or "`" * 4 in body
     for composition in composed:
         compile(composition.module, "chapter.md", "exec")
+
+
+PLAN = """\
+def plan(stock: dict[str, int]) -> list[str]:
+    \"\"\"What to order.\"\"\"
+    wanted = []
+    for flavour, tubs in stock.items():
+        if tubs < 3:
+            wanted.append(flavour)
+    wanted.sort()
+    return wanted
+"""
+
+PLAN_CHANGE = """\
+def plan(stock: dict[str, int]) -> list[str]:
+    # ... as before
+    for flavour, tubs in stock.items():
+        if tubs < 5:
+            wanted.append(flavour)
+    # ... as before
+"""
+
+
+def test_a_function_shown_with_snip_lines_is_spliced_into_the_earlier_one() -> None:
+    text = f"```python\n{PLAN}```\n\n```python changes=plan\n{PLAN_CHANGE}```\n"
+    chapter = compose(text)
+    assert chapter.problems == ()
+    (composition,) = chapter.compositions.values()
+    expected = ast.parse(PLAN.replace("tubs < 3", "tubs < 5")).body[0]
+    assert ast.dump(composition.definition) == ast.dump(expected)  # positions ignored by default
+    # Shown lines keep their own chapter lines; kept ones, the first listing's.
+    statements = [n for n in ast.walk(composition.definition) if isinstance(n, ast.stmt)]
+    lines = {type(n).__name__ + str(n.lineno) for n in statements}
+    assert {"FunctionDef13", "Expr3", "Assign4", "For15", "If16", "Return9"} <= lines
+    compile(composition.module, "chapter.md", "exec")
+
+
+def test_a_spliced_function_runs_and_holds_the_learner_file(tmp_path: Path) -> None:
+    chapter = (
+        "# Chapter 1. Plans\n\n```python\n" + PLAN + "\n\nprint(plan({'a': 4}))\n```\n\n"
+        "```output\n[]\n```\n\nOrder earlier:\n\n```python changes=plan\n"
+        + PLAN_CHANGE
+        + "\n\nprint(plan({'a': 4}))\n```\n\n```output\n['a']\n```\n\n"
+        "```checkpoint-output\nok\n```\n"
+    )
+    new = PLAN.replace("tubs < 3", "tubs < 5")
+    manifest = write_book(tmp_path, {1: (chapter, new)})
+    completed = verify("--textbook", "--manifest", manifest)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    (tmp_path / "book" / "textbook" / "l1.py").write_text(PLAN, encoding="utf-8")
+    completed = verify("--textbook", "--manifest", manifest)
+    assert completed.returncode == 1
+    assert "`plan` differs from every listing that defines it" in completed.stdout
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            PLAN_CHANGE.replace("    for flavour", "    for kind"),
+            "the line after a `# ...` line must be a line of plan",
+        ),
+        (
+            PLAN_CHANGE.replace("def plan(stock: dict[str, int])", "def plan(stock: dict)"),
+            "the line before a `# ...` line must be a line of plan",
+        ),
+        (
+            "def plan(stock: dict[str, int]) -> list[str]:\n    # ... as before\n"
+            "    # ... and more\n    return wanted\n",
+            "a `# ...` line needs a shown line before it",
+        ),
+    ],
+)
+def test_a_snip_line_whose_neighbours_are_not_lines_of_the_earlier_definition_is_refused(
+    change: str, problem: str
+) -> None:
+    text = f"```python\n{PLAN}```\n\n```python changes=plan\n{change}```\n"
+    (found,) = compose(text).problems
+    assert found.startswith("/book/chapter.md:12: ") and problem in found
+
+
+def test_a_method_change_then_a_snip_change_compose_in_turn() -> None:
+    snip = (
+        "class Freezer:\n    # ...\n    def report(self) -> str:\n"
+        '        return f"{self.tubs} tubs left"\n'
+    )
+    text = changed(TAKE_REFUSES) + f"\n```python changes=Freezer\n{snip}```\n"
+    chapter = compose(text)
+    assert chapter.problems == ()
+    last = chapter.compositions[max(chapter.compositions)]
+    source = ast.unparse(last.definition)
+    assert "raise ValueError" in source and "tubs left" in source
+    compile(last.module, "chapter.md", "exec")

@@ -155,21 +155,23 @@ class _Fence(SphinxDirective):
         )
 
 
-def _changed_methods(code: str, name: str) -> str:
-    """The methods a `changes=NAME` listing shows, in its order, for its caption."""
+def _changed_parts(code: str, name: str) -> str:
+    """What a `changes=NAME` listing changes, for its caption: "Dispatcher: attempt"
+    for a class's methods, "run_task" for a definition shown with `# ...` lines."""
     import ast
 
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
-        return "?"  # the verifier has refused such a listing; a stale report is caught elsewhere
-    return ", ".join(
+        return name  # the verifier has refused such a listing; a stale report is caught elsewhere
+    methods = [
         method.name
         for node in tree.body
         if isinstance(node, ast.ClassDef) and node.name == name
         for method in node.body
         if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
-    )
+    ]
+    return f"{name}: {', '.join(methods)}" if methods else name
 
 
 class PythonFence(_Fence):
@@ -219,7 +221,7 @@ class PythonFence(_Fence):
                 nodes.Text(" "),
                 nodes.inline(
                     "",
-                    f"(changes {changes}: {_changed_methods(self.body(), changes)})",
+                    f"(changes {_changed_parts(self.body(), changes)})",
                     classes=["listing-changes-note"],
                 ),
             ]

@@ -13,7 +13,13 @@ The reader sees what changed; the verifier composes the whole class (the
 latest full or composed definition of `Dispatcher` before this listing, with
 the listing's methods put in place of the ones of the same name, in their
 original order), runs that composed class in the chapter's namespace, and
-holds the learner file and the checkpoint to it. The composed tree keeps the
+holds the learner file and the checkpoint to it.
+
+A function (or a class changed inside a method) is shown with `# ...` lines
+instead: each stands for the earlier definition's lines between the shown
+line just before it and the shown line just after it, which must both be
+lines of that definition; everything else shown replaces what it stood
+between. The composed tree keeps the
 chapter's own line numbers where it can, so a traceback through a method
 names the line a reader can open.
 """
@@ -29,7 +35,10 @@ from dataclasses import dataclass
 from bookproof.verify.chapter import Chapter, Fence, Listing
 from bookproof.verify.environment import display_path
 
-__all__ = ["Composition", "compose_chapter", "final_definitions", "worker_fields"]
+__all__ = ["SNIP", "Composition", "compose_chapter", "final_definitions", "worker_fields"]
+
+# A line of a changed definition that stands for the lines it keeps.
+SNIP = "# ..."
 
 _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 _Method = ast.FunctionDef | ast.AsyncFunctionDef
@@ -45,16 +54,18 @@ class Composition:
 
     name: str
     module: ast.Module
-    methods: tuple[str, ...]  # the methods the listing replaces, in its order
+    methods: tuple[str, ...]  # the methods the listing replaces, in its order; () for a splice
     base_line: int | None  # the fence in this chapter the base came from; None: an earlier chapter
     base_where: str  # "file:line" of the base, for messages
+    source: tuple[str, ...] = ()  # the composed definition's text
+    lines: tuple[int | None, ...] = ()  # the chapter line of each line of `source`
 
     @property
-    def definition(self) -> ast.ClassDef:
+    def definition(self) -> _Definition:
         return next(
             node
             for node in self.module.body
-            if isinstance(node, ast.ClassDef) and node.name == self.name
+            if isinstance(node, _Definition) and node.name == self.name
         )
 
 
@@ -65,6 +76,10 @@ class _Known:
     node: _Definition
     line: int | None  # fence line in the chapter being composed; None for an earlier chapter
     where: str
+    # The definition's text as the chapter shows it (composed, for a change), and
+    # the chapter line of each of its lines; None for a line of an earlier chapter.
+    source: tuple[str, ...] = ()
+    lines: tuple[int | None, ...] = ()
 
 
 class _ChangeError(Exception):
@@ -96,6 +111,162 @@ def _header(node: ast.ClassDef) -> str:
     return ast.dump(head, include_attributes=False)
 
 
+def _extent(lines: Sequence[str], node: _Definition, first: int) -> tuple[int, int]:
+    """The 0-based first and last line of `node` in `lines` (a listing's content,
+    whose line 0 is chapter line `first`): decorators included, and the comment
+    lines that close its body (a `# ...` at the end belongs to it)."""
+    start = min([node.lineno, *(d.lineno for d in node.decorator_list)]) - first
+    end = (node.end_lineno or node.lineno) - first
+    while end + 1 < len(lines):
+        text = lines[end + 1]
+        indent = len(text) - len(text.lstrip())
+        if text.strip() and not (text.lstrip().startswith("#") and indent > node.col_offset):
+            break
+        end += 1
+    while end > start and not lines[end].strip():
+        end -= 1
+    return start, end
+
+
+def _is_snip(text: str) -> bool:
+    return text.strip().startswith(SNIP)
+
+
+def _remapped(module: ast.Module, chapter_line: Sequence[int]) -> ast.Module:
+    """`module`'s positions moved from its text's lines to the chapter's, through
+    `chapter_line` (0-based text line -> chapter line). A node spanning lines of
+    two listings keeps a valid range: it ends no earlier than it starts."""
+    for node in ast.walk(module):
+        if "lineno" not in node._attributes:
+            continue
+        start = chapter_line[node.lineno - 1]  # type: ignore[attr-defined]
+        end = chapter_line[(node.end_lineno or node.lineno) - 1]  # type: ignore[attr-defined]
+        node.lineno = start  # type: ignore[attr-defined]
+        node.end_lineno = max(start, end)  # type: ignore[attr-defined]
+        if node.end_lineno == start and (node.end_col_offset or 0) < node.col_offset:  # type: ignore[attr-defined]
+            node.end_col_offset = node.col_offset  # type: ignore[attr-defined]
+    return module
+
+
+def _find(source: Sequence[str], text: str, start: int) -> int | None:
+    for index in range(start, len(source)):
+        if source[index].rstrip() == text.rstrip():
+            return index
+    return None
+
+
+def _splice(
+    name: str,
+    fence: Fence,
+    target: _Definition,
+    base: _Known,
+    snips: list[int],
+) -> Composition:
+    """Compose a definition shown with `# ...` lines, each standing for the base's
+    lines between the shown line before it and the shown line after it."""
+    lines = fence.content.split("\n")
+    first = fence.line + 1
+
+    def at(index: int) -> int:
+        return first + index
+
+    start, end = _extent(lines, target, first)
+    segments: list[list[int]] = [[]]
+    for index in range(start, end + 1):
+        if index in snips:
+            segments.append([])
+        else:
+            segments[-1].append(index)
+    composed: list[tuple[str, int | None]] = []
+    position = 0
+    for number, snip in enumerate(snips):
+        before, after = segments[number], segments[number + 1]
+        if not before:
+            raise _ChangeError(f"line {at(snip)}: a `# ...` line needs a shown line before it")
+        anchor = lines[before[-1]]
+        found = _find(base.source, anchor, position)
+        if found is None:
+            raise _ChangeError(
+                f"line {at(before[-1])}: the line before a `# ...` line must be a line of "
+                f"{name} as {base.where} has it, after the lines matched so far: "
+                f"{anchor.strip()!r}"
+            )
+        composed += [(lines[index], at(index)) for index in before]
+        resume = len(base.source)
+        if after:
+            following = _find(base.source, lines[after[0]], found + 1)
+            if following is None:
+                raise _ChangeError(
+                    f"line {at(after[0])}: the line after a `# ...` line must be a line of "
+                    f"{name} as {base.where} has it, after the lines matched so far: "
+                    f"{lines[after[0]].strip()!r}"
+                )
+            resume = following
+        composed += [
+            (base.source[index], base.lines[index] if base.lines[index] else at(snip))
+            for index in range(found + 1, resume)
+        ]
+        position = resume
+    composed += [(lines[index], at(index)) for index in segments[-1]]
+    text = [*lines[:start], *(line for line, _ in composed), *lines[end + 1 :]]
+    chapter_line = [
+        *(at(index) for index in range(start)),
+        *(line if line is not None else at(start) for _, line in composed),
+        *(at(index) for index in range(end + 1, len(lines))),
+    ]
+    try:
+        module = ast.parse("\n".join(text))
+    except (SyntaxError, ValueError) as error:
+        raise _ChangeError(
+            f"{name} composed from {base.where} and this listing is not valid Python: "
+            f"{getattr(error, 'msg', error)}"
+        ) from None
+    return Composition(
+        name=name,
+        module=_remapped(module, chapter_line),
+        methods=(),
+        base_line=base.line,
+        base_where=base.where,
+        source=tuple(line for line, _ in composed),
+        lines=tuple(line for _, line in composed),
+    )
+
+
+def _replaced_text(
+    base: _Known, fence: Fence, replaced: dict[str, _Method]
+) -> tuple[tuple[str, ...], tuple[int | None, ...]]:
+    """The text of a class whose methods a listing replaced, for a later change to splice."""
+    try:
+        tree = ast.parse("\n".join(base.source))
+    except (SyntaxError, ValueError):
+        return (), ()
+    lines = fence.content.split("\n")
+    first = fence.line + 1
+    spans = {}
+    cls = tree.body[0] if tree.body else None
+    if isinstance(cls, ast.ClassDef):
+        for statement in cls.body:
+            if isinstance(statement, _Method) and statement.name in replaced:
+                spans[_extent(base.source, statement, 1)[0]] = (
+                    _extent(base.source, statement, 1)[1],
+                    _extent(lines, replaced[statement.name], first),
+                )
+    text: list[str] = []
+    where: list[int | None] = []
+    index = 0
+    while index < len(base.source):
+        if index in spans:
+            last, (start, end) = spans[index]
+            text += lines[start : end + 1]
+            where += [first + k for k in range(start, end + 1)]
+            index = last + 1
+            continue
+        text.append(base.source[index])
+        where.append(base.lines[index] if index < len(base.lines) else None)
+        index += 1
+    return tuple(text), tuple(where)
+
+
 def _compose(name: str, fence: Fence, known: dict[str, _Known]) -> Composition:
     try:
         module = _parsed(fence)
@@ -106,24 +277,37 @@ def _compose(name: str, fence: Fence, known: dict[str, _Known]) -> Composition:
         raise _ChangeError(
             f"the `changes={name}` listing is not valid Python{at}: {message}"
         ) from None
-    partials = [n for n in module.body if isinstance(n, ast.ClassDef) and n.name == name]
-    if len(partials) != 1:
+    targets = [n for n in module.body if isinstance(n, _Definition) and n.name == name]
+    if len(targets) != 1:
         raise _ChangeError(
-            f"a `changes={name}` listing shows `class {name}:` once, holding the methods "
-            "it replaces"
+            f"a `changes={name}` listing shows `class {name}:` (or `def {name}`) once, "
+            "holding what it changes"
         )
-    partial = partials[0]
+    target = targets[0]
     base = known.get(name)
     if base is None:
         raise _ChangeError(
             f"`changes={name}`: no earlier listing of this chapter or of an earlier chapter "
             f"defines {name}"
         )
-    if not isinstance(base.node, ast.ClassDef):
+    lines = fence.content.split("\n")
+    start, end = _extent(lines, target, fence.line + 1)
+    snips = [index for index in range(start + 1, end + 1) if _is_snip(lines[index])]
+    if snips:
+        if type(target) is not type(base.node) and not (
+            isinstance(target, _Method) and isinstance(base.node, _Method)
+        ):
+            raise _ChangeError(
+                f"`changes={name}`: the listing and {base.where} define {name} as "
+                "different kinds of thing (a class and a function)"
+            )
+        return _splice(name, fence, target, base, snips)
+    if not isinstance(base.node, ast.ClassDef) or not isinstance(target, ast.ClassDef):
         raise _ChangeError(
-            f"`changes={name}`: {name} is a function ({base.where}); a changes listing "
-            "replaces methods of a class, so show a changed function whole"
+            f"`changes={name}`: {name} is a function ({base.where}); show it with a "
+            "`# ...` line for each stretch it keeps, or whole"
         )
+    partial = target
     if _header(partial) != _header(base.node):
         raise _ChangeError(
             f"line {partial.lineno}: `class {name}` is written differently from the "
@@ -156,12 +340,15 @@ def _compose(name: str, fence: Fence, known: dict[str, _Known]) -> Composition:
         for statement in composed.body
     ]
     module.body = [composed if node is partial else node for node in module.body]
+    source, where = _replaced_text(base, fence, replaced)
     return Composition(
         name=name,
         module=module,
         methods=tuple(replaced),
         base_line=base.line,
         base_where=base.where,
+        source=source,
+        lines=where,
     )
 
 
@@ -180,6 +367,7 @@ def _definitions_of(
     for fence in chapter.fences:
         if fence.kind not in ("python", "raises", "skip"):
             continue
+        composition: Composition | None = None
         if fence.changes is not None:
             try:
                 composition = _compose(fence.changes, fence, known)
@@ -194,11 +382,23 @@ def _definitions_of(
                 module = _parsed(fence)
             except (SyntaxError, ValueError):
                 continue  # a counter-example, or a listing whose run will report it
+        content = fence.content.split("\n")
         for node in module.body:
-            if isinstance(node, _Definition):
-                known[node.name] = _Known(
-                    node, fence.line if own else None, f"{where}:{fence.line}"
-                )
+            if not isinstance(node, _Definition):
+                continue
+            if composition is not None and node.name == composition.name:
+                source, lines = composition.source, composition.lines
+            else:
+                start, end = _extent(content, node, fence.line + 1)
+                source = tuple(content[start : end + 1])
+                lines = tuple(fence.line + 1 + index for index in range(start, end + 1))
+            known[node.name] = _Known(
+                node,
+                fence.line if own else None,
+                f"{where}:{fence.line}",
+                source,
+                lines if own else (None,) * len(source),
+            )
     return compositions
 
 
