@@ -370,3 +370,17 @@ def test_a_method_change_then_a_snip_change_compose_in_turn() -> None:
     source = ast.unparse(last.definition)
     assert "raise ValueError" in source and "tubs left" in source
     compile(last.module, "chapter.md", "exec")
+
+
+def test_a_snip_line_may_stand_for_the_line_that_closes_a_bracket() -> None:
+    base = "def rows() -> list[int]:\n    found = [\n        1,\n        2,\n    ]\n"
+    base += "    return found\n"
+    # Alone, the listing leaves its bracket open: the `# ...` line stands for its close.
+    change = "def rows() -> list[int]:\n    found = [\n        0,\n        1,\n    # ...\n"
+    text = f"```python\n{base}```\n\n```python changes=rows\n{change}```\n"
+    chapter = compose(text)
+    assert chapter.problems == ()
+    (composition,) = chapter.compositions.values()
+    assert ast.unparse(composition.definition) == ast.unparse(
+        ast.parse(base.replace("[\n", "[\n        0,\n")).body[0]
+    )

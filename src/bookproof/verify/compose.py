@@ -29,6 +29,7 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -128,6 +129,14 @@ def _extent(lines: Sequence[str], node: _Definition, first: int) -> tuple[int, i
     return start, end
 
 
+def _header_line(lines: Sequence[str], extent: tuple[int, int]) -> int:
+    """The `def`/`class` line of an extent that may start with decorators."""
+    index = extent[0]
+    while lines[index].startswith("@"):
+        index += 1
+    return index
+
+
 def _is_snip(text: str) -> bool:
     return text.strip().startswith(SNIP)
 
@@ -158,7 +167,7 @@ def _find(source: Sequence[str], text: str, start: int) -> int | None:
 def _splice(
     name: str,
     fence: Fence,
-    target: _Definition,
+    extent: tuple[int, int],
     base: _Known,
     snips: list[int],
 ) -> Composition:
@@ -170,7 +179,7 @@ def _splice(
     def at(index: int) -> int:
         return first + index
 
-    start, end = _extent(lines, target, first)
+    start, end = extent
     segments: list[list[int]] = [[]]
     for index in range(start, end + 1):
         if index in snips:
@@ -267,7 +276,53 @@ def _replaced_text(
     return tuple(text), tuple(where)
 
 
+def _text_extent(lines: Sequence[str], name: str) -> tuple[int, int] | None:
+    """The 0-based first and last line of the top-level `def name` or `class name`
+    in `lines`, read as text: a definition shown with `# ...` lines need not be
+    valid Python on its own (a snipped bracket stays open)."""
+    header = re.compile(rf"(?:async\s+def|def|class)\s+{re.escape(name)}\b")
+    for index, line in enumerate(lines):
+        if not header.match(line):
+            continue
+        start = index
+        while start > 0 and lines[start - 1].startswith("@"):
+            start -= 1
+        end = index
+        for following in range(index + 1, len(lines)):
+            text = lines[following]
+            # Inside a top-level definition only its signature's closing line
+            # (and comments) may start at column 0.
+            if text.strip() and not text[0].isspace() and not text.startswith((")", "#")):
+                break
+            end = following
+        while end > index and not lines[end].strip():
+            end -= 1
+        return start, end
+    return None
+
+
 def _compose(name: str, fence: Fence, known: dict[str, _Known]) -> Composition:
+    lines = fence.content.split("\n")
+    extent = _text_extent(lines, name)
+    snips = (
+        [index for index in range(extent[0] + 1, extent[1] + 1) if _is_snip(lines[index])]
+        if extent is not None
+        else []
+    )
+    base = known.get(name)
+    if extent is not None and snips:
+        if base is None:
+            raise _ChangeError(
+                f"`changes={name}`: no earlier listing of this chapter or of an earlier "
+                f"chapter defines {name}"
+            )
+        shown_class = lines[_header_line(lines, extent)].startswith("class")
+        if shown_class != isinstance(base.node, ast.ClassDef):
+            raise _ChangeError(
+                f"`changes={name}`: the listing and {base.where} define {name} as "
+                "different kinds of thing (a class and a function)"
+            )
+        return _splice(name, fence, extent, base, snips)
     try:
         module = _parsed(fence)
     except (SyntaxError, ValueError) as error:
@@ -284,24 +339,11 @@ def _compose(name: str, fence: Fence, known: dict[str, _Known]) -> Composition:
             "holding what it changes"
         )
     target = targets[0]
-    base = known.get(name)
     if base is None:
         raise _ChangeError(
             f"`changes={name}`: no earlier listing of this chapter or of an earlier chapter "
             f"defines {name}"
         )
-    lines = fence.content.split("\n")
-    start, end = _extent(lines, target, fence.line + 1)
-    snips = [index for index in range(start + 1, end + 1) if _is_snip(lines[index])]
-    if snips:
-        if type(target) is not type(base.node) and not (
-            isinstance(target, _Method) and isinstance(base.node, _Method)
-        ):
-            raise _ChangeError(
-                f"`changes={name}`: the listing and {base.where} define {name} as "
-                "different kinds of thing (a class and a function)"
-            )
-        return _splice(name, fence, target, base, snips)
     if not isinstance(base.node, ast.ClassDef) or not isinstance(target, ast.ClassDef):
         raise _ChangeError(
             f"`changes={name}`: {name} is a function ({base.where}); show it with a "
