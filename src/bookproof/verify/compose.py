@@ -19,9 +19,10 @@ A function (or a class changed inside a method) is shown with `# ...` lines
 instead: each stands for the earlier definition's lines between the shown
 line just before it and the shown line just after it, which must both be
 lines of that definition; everything else shown replaces what it stood
-between. The composed tree keeps the
-chapter's own line numbers where it can, so a traceback through a method
-names the line a reader can open.
+between.
+
+The composed tree keeps the chapter's own line numbers where it can, so a
+traceback through a composed definition names a line a reader can open.
 """
 
 from __future__ import annotations
