@@ -285,3 +285,59 @@ def test_an_exercise_book_without_a_readme_gets_a_page_that_says_so(tmp_path: Pa
     assert "note: " in completed.stdout and "exercise book 2 has no README" in completed.stdout
     readme = page(tmp_path / "site" / "html", "exercises/book02/README.html")
     assert "This exercise book has no README yet." in one(readme, "article").get_text()
+
+
+def test_a_figure_is_shown_numbered_with_its_caption_and_alt_text(built: Path) -> None:
+    figure = one(page(built, CH01_PAGE), "figure.book-figure")
+    assert figure.get("id") == "figure-1-1"
+    image = one(figure, "img")
+    assert str(image["src"]).endswith("ch01_stock.svg")
+    assert image["alt"] == "Two bars: vanilla, 2 tubs, and chocolate, 7 tubs"
+    # A mention in the prose links to it.
+    assert link_to(page(built, CH01_PAGE), "Figure 1.1") == "#figure-1-1"
+    assert (built / "book/textbook" / str(image["src"])).resolve().is_file()
+    caption = one(figure, "figcaption")
+    assert one(caption, ".figure-number").get_text() == "Figure 1.1"
+    assert " ".join(caption.get_text().split()).startswith(
+        "Figure 1.1: The tubs of each flavour, stock in Listing 1.2."
+    )
+    # The caption line is the figure's caption now, not a paragraph of its own.
+    assert not [
+        p
+        for p in page(built, CH01_PAGE).select("article p")
+        if p.get_text().startswith("Figure 1.1:") and p.find_parent("figcaption") is None
+    ]
+
+
+def test_a_changes_listing_is_captioned_with_the_class_and_methods_it_changes(
+    tmp_path: Path,
+) -> None:
+    root = copy_fixture_book(tmp_path)
+    textbook = root / "book" / "textbook"
+    # Chapter 2 changes the constructor of chapter 1's Freezer, and shows only that.
+    replace_in(
+        root / CHAPTER_2,
+        "```checkpoint-output",
+        "Chapter 1's freezer now forgets empty flavours:\n\n"
+        "```python changes=Freezer\n"
+        "class Freezer:\n"
+        "    def __init__(self, tubs: dict[str, int]) -> None:\n"
+        "        self.tubs = {flavour: count for flavour, count in tubs.items() if count}\n\n\n"
+        'print(Freezer({"vanilla": 2, "mango": 0}).tubs)\n'
+        "```\n\n```output\n{'vanilla': 2}\n```\n\n```checkpoint-output",
+    )
+    learner = textbook / "learner" / "fixture_ch02_learner.py"
+    learner.write_text(
+        learner.read_text(encoding="utf-8") + "\n\nclass Freezer:\n"
+        "    def __init__(self, tubs: dict[str, int]) -> None:\n"
+        "        self.tubs = {flavour: count for flavour, count in tubs.items() if count}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "site"
+    completed = build(manifest_of(root), out, "--warnings-as-errors")
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    listing = one(page(out / "html", CH02_PAGE), "#listing-2-4")
+    assert "listing-changes" in listing["class"]
+    assert one(listing, ".listing-number").get_text() == "Listing 2.4"
+    assert one(listing, ".listing-changes-note").get_text() == "(changes Freezer: __init__)"
+    assert one(listing, ".badge-changes").get_text() == "run as the whole Freezer"

@@ -1,4 +1,4 @@
-"""Finding "chapter 3", "sections 2.4 to 2.9", "Listing 2.7" and "Exercise Book 2" in prose."""
+"""Finding "chapter 3", "sections 2.4 to 2.9", "Listing 2.7", "Figure 6.1", "Exercise Book 2"."""
 
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ def found(text: str) -> list[tuple[str, str, str]]:
         ),
         ("as section\n2.8 shows", [("section\n2.8", "section", "2.8")]),
         ("Listing 2.7 prints", [("Listing 2.7", "listing", "2.7")]),
+        ("Figure 6.1 puts", [("Figure 6.1", "figure", "6.1")]),
+        ("figures 3.1 and 3.2", [("figures 3.1", "figure", "3.1"), ("3.2", "figure", "3.2")]),
         ("Exercise Book 2 (`x`)", [("Exercise Book 2", "exercise-book", "2")]),
         ("the cell in section 2 prints", [("section 2", "section", "2")]),
         ("chapter 3's loop", [("chapter 3", "chapter", "3")]),
@@ -54,6 +56,7 @@ def test_a_number_of_the_wrong_shape_is_reported_as_malformed() -> None:
         True,
         False,
     ]
+    assert [m.malformed for m in find_mentions("Figure 3 and figure 3.1")] == [True, False]
 
 
 @given(st.text(max_size=200))

@@ -38,11 +38,11 @@ Modules
 -------
 
 - `vocabulary`: a chapter's Vocabulary section into terms (strict, with lines);
-- `xref`: "chapter 3", "section 2.8", "Listing 2.7", "Exercise Book 2" in prose;
+- `xref`: "chapter 3", "section 2.8", "Listing 2.7", "Figure 6.1", "Exercise Book 2" in prose;
 - `evidence`: the verifier's JSON report, checked for completeness and staleness;
 - `sitedata`: what the build hands the Sphinx extension;
-- `sources`: the generated Sphinx source folder (copies, contents, glossary);
-- `extension`: the Sphinx extension (listings, badges, banner, links);
+- `sources`: the generated Sphinx source folder (copies, figures, contents, glossary);
+- `extension`: the Sphinx extension (listings, figures, badges, banner, links);
 - `build`, `serve`, `cli`: the two commands, `scripts/build_site.py` and
   `scripts/serve_site.py`.
 """

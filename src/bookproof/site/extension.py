@@ -16,6 +16,7 @@ every page has been read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
@@ -29,7 +30,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from bookproof.site.sitedata import ChapterData, ListingData, SiteData, read_site_data
 from bookproof.site.xref import Mention, find_mentions
-from bookproof.verify.chapter import classify_info
+from bookproof.verify.chapter import changes_of, classify_info
 
 __all__ = ["FENCE_DIRECTIVES", "BookReference", "format_time", "setup"]
 
@@ -154,6 +155,25 @@ class _Fence(SphinxDirective):
         )
 
 
+def _changed_parts(code: str, name: str) -> str:
+    """What a `changes=NAME` listing changes, for its caption: "Dispatcher: attempt"
+    for a class's methods, "run_task" for a definition shown with `# ...` lines."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return name  # the verifier has refused such a listing; a stale report is caught elsewhere
+    methods = [
+        method.name
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and node.name == name
+        for method in node.body
+        if isinstance(method, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    return f"{name}: {', '.join(methods)}" if methods else name
+
+
 class PythonFence(_Fence):
     """`python`, `python raises=NAME`, `python skip`, and other `python ...` fences."""
 
@@ -193,6 +213,19 @@ class PythonFence(_Fence):
             ]
         else:
             caption += [nodes.Text(" "), _badge(f"✓ verified: {_MODE_NOTES[listing.mode]}")]
+        changes = changes_of(self.info_string)
+        if changes is not None:
+            # The listing shows part of a class; the verifier ran the whole of it.
+            classes.append("listing-changes")
+            caption[1:1] = [
+                nodes.Text(" "),
+                nodes.inline(
+                    "",
+                    f"(changes {_changed_parts(self.body(), changes)})",
+                    classes=["listing-changes-note"],
+                ),
+            ]
+            caption += [nodes.Text(" "), _badge(f"run as the whole {changes}", "changes")]
         return [_captioned(self.block("python"), caption, classes, [anchor])]
 
 
@@ -334,6 +367,59 @@ def _number_sections(
         _targets(env)[f"section:{major}.{minor}"] = (docname, anchor)
 
 
+_FIGURE_CAPTION = re.compile(r"Figure (\d+)\.(\d+): ")
+
+
+def _figure_image(paragraph: nodes.paragraph) -> nodes.image | None:
+    """The paragraph's image when it is a book figure: alone, and drawn into `figures/`."""
+    children = [
+        child
+        for child in paragraph.children
+        if not (isinstance(child, nodes.Text) and not child.astext().strip())
+    ]
+    if len(children) != 1 or not isinstance(children[0], nodes.image):
+        return None
+    image = children[0]
+    uri = str(image.get("uri", ""))
+    return image if "figures/" in uri and uri.endswith(".svg") else None
+
+
+def _number_figures(env: BuildEnvironment, chapter: ChapterData, doctree: nodes.document) -> None:
+    """Each image paragraph followed by "Figure N.M: ..." becomes one numbered figure.
+
+    The Markdown keeps the number and caption as plain text, so that GitHub
+    shows them too; here they become the figure's caption, with an anchor
+    (`#figure-N-M`) for links. The verifier has checked the numbering.
+    """
+    for paragraph in list(doctree.findall(nodes.paragraph)):
+        image = _figure_image(paragraph)
+        parent = paragraph.parent
+        if image is None or parent is None:
+            continue
+        index = parent.index(paragraph)
+        following = parent[index + 1] if index + 1 < len(parent) else None
+        if not isinstance(following, nodes.paragraph) or not following.children:
+            continue
+        first = following[0]
+        match = _FIGURE_CAPTION.match(first.astext()) if isinstance(first, nodes.Text) else None
+        if match is None:
+            continue
+        label = f"{match[1]}.{match[2]}"
+        anchor = f"figure-{match[1]}-{match[2]}"
+        caption = nodes.caption(
+            "",
+            "",
+            nodes.inline("", f"Figure {label}", classes=["figure-number"]),
+            nodes.Text(": " + first.astext()[match.end() :]),
+            *[child.deepcopy() for child in following.children[1:]],
+        )
+        figure = nodes.figure("", image.deepcopy(), caption, ids=[anchor], classes=["book-figure"])
+        figure.source, figure.line = paragraph.source, paragraph.line
+        _targets(env)[f"figure:{label}"] = (env.docname, anchor)
+        parent.replace(paragraph, figure)
+        parent.remove(following)
+
+
 def _checked_too(checked: list[str]) -> str:
     if not checked:
         return ""
@@ -467,6 +553,7 @@ def _on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     chapter = site.chapter_for(docname)
     _number_sections(env, docname, chapter, doctree)
     if chapter is not None:
+        _number_figures(env, chapter, doctree)
         _insert_banner(site, chapter, doctree)
         _counts(env)[docname] = _listings_read(env)
     _mark_mentions(doctree)

@@ -26,6 +26,7 @@ from bookproof.site.sitedata import (
     SiteData,
 )
 from bookproof.site.vocabulary import Term
+from bookproof.verify.figures import find_figures
 
 __all__ = ["GLOSSARY", "INDEX", "SourceError", "VersionInfo", "write_sources"]
 
@@ -62,6 +63,27 @@ def _copy(source: Path, srcdir: Path, docname: str, suffix: bytes = b"") -> None
         target.write_bytes(source.read_bytes() + suffix)
     except OSError as error:
         raise SourceError(f"{source}: cannot copy into the site's sources: {error}") from None
+
+
+def _copy_figures(chapter: ManifestChapter, repo: Path, srcdir: Path) -> None:
+    """The chapter's figure files, beside its copy, so its image links work as in the repository.
+
+    Only the files the chapter shows are copied; the verifier has already held
+    each to what its script draws.
+    """
+    assert chapter.text is not None
+    text = chapter.text.read_text(encoding="utf-8")
+    for figure in find_figures(chapter.text, text, chapter.number):
+        if not figure.svg.is_file():
+            continue
+        target = (srcdir / _docname(figure.svg, repo)).with_suffix(".svg")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.write_bytes(figure.svg.read_bytes())
+        except OSError as error:
+            raise SourceError(
+                f"{figure.svg}: cannot copy into the site's sources: {error}"
+            ) from None
 
 
 def _heading_of(path: Path) -> str | None:
@@ -212,6 +234,7 @@ def write_sources(
             continue
         docname = _docname(chapter.text, repo)
         _copy(chapter.text, srcdir, docname)
+        _copy_figures(chapter, repo, srcdir)
         book = _exercise_book(chapter, repo, srcdir, notes)
         if book is not None:
             books.append(book)

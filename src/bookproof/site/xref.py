@@ -8,6 +8,7 @@ pattern precise enough to link without any markup of their own:
   with ``N.M``; ``section N`` is a heading ``N. ...`` of the same page (the
   exercise units number their sections that way);
 - ``Listing N.K``: the K-th verified listing of chapter N, as the site numbers them;
+- ``Figure N.K``: the figure whose caption starts "Figure N.K:";
 - ``Exercise Book N``: the exercise book of chapter N.
 
 The noun may be capitalised or plural; numbers after the first may follow a
@@ -25,12 +26,12 @@ from typing import Literal
 
 __all__ = ["Mention", "MentionKind", "find_mentions"]
 
-MentionKind = Literal["chapter", "section", "listing", "exercise-book"]
+MentionKind = Literal["chapter", "section", "listing", "figure", "exercise-book"]
 
 _NUMBER = r"\d+(?:\.\d+)?(?!\.?\d)"
 _SEPARATOR = r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|to)\s+)"
 _MENTION = re.compile(
-    rf"\b(?P<noun>chapters?|sections?|listings?|exercise\s+books?)\s+"
+    rf"\b(?P<noun>chapters?|sections?|listings?|figures?|exercise\s+books?)\s+"
     rf"(?P<numbers>{_NUMBER}(?:{_SEPARATOR}{_NUMBER})*)",
     re.IGNORECASE,
 )
@@ -40,6 +41,7 @@ _KINDS: dict[str, MentionKind] = {
     "chapter": "chapter",
     "section": "section",
     "listing": "listing",
+    "figure": "figure",
     "exercise book": "exercise-book",
 }
 # Chapters and exercise books are numbered N, listings N.M, sections either.
@@ -48,6 +50,7 @@ _DOTTED: dict[MentionKind, bool | None] = {
     "exercise-book": False,
     "section": None,
     "listing": True,
+    "figure": True,
 }
 
 

@@ -7,7 +7,9 @@ is read exactly as a Markdown reader would see it.
 
 from __future__ import annotations
 
+import ast
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -18,12 +20,15 @@ from bookproof.verify.files import UnreadableFile, read_regular_file, shown
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
+    from bookproof.verify.compose import Composition
+
 __all__ = [
     "Chapter",
     "ChapterError",
     "Fence",
     "FenceKind",
     "Listing",
+    "changes_of",
     "classify_info",
     "parse_chapter",
     "read_chapter",
@@ -51,6 +56,7 @@ class Fence:
     closed: bool
     markup: str
     raises: str | None = None
+    changes: str | None = None  # `python changes=NAME`: the class whose methods it replaces
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,8 @@ class Listing:
 
     fence: Fence
     output: Fence | None
+    # A `changes=` listing's code made whole (compose.py); None for any other listing.
+    composed: ast.Module | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,8 @@ class Chapter:
     checkpoint_outputs: tuple[Fence, ...]
     problems: tuple[str, ...] = field(default=())  # format errors: each names path:line
     warnings: tuple[str, ...] = field(default=())
+    # The `changes=` listings made whole, by the line of their fence (see compose.py).
+    compositions: Mapping[int, Composition] = field(default_factory=dict)
 
 
 def split_lines(text: str) -> list[str]:
@@ -92,11 +102,23 @@ def classify_info(info: str) -> tuple[FenceKind, str | None]:
         if name.isidentifier():
             return "raises", name
         return "shown", None
+    if changes_of(info) is not None:
+        return "python", None
     if words == ["output"]:
         return "output", None
     if words == ["checkpoint-output"]:
         return "checkpoint-output", None
     return "shown", None
+
+
+def changes_of(info: str) -> str | None:
+    """The class a `python changes=NAME` listing changes, or None for any other info string."""
+    words = info.split()
+    if len(words) == 2 and words[0] == "python" and words[1].startswith("changes="):
+        name = words[1].removeprefix("changes=")
+        if name.isidentifier():
+            return name
+    return None
 
 
 _CONTAINER_PREFIX = re.compile(r"^[\s>]*")
@@ -165,6 +187,7 @@ def parse_chapter(path: Path, text: str) -> Chapter:
                 closed=closed,
                 markup=token.markup,
                 raises=raises,
+                changes=changes_of(info),
             )
         )
         words = info.split()

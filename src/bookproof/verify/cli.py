@@ -186,7 +186,11 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     try:
         results = verify_chapters(
-            targets, parallel=arguments.jobs, timeout=arguments.timeout, on_done=on_done
+            targets,
+            parallel=arguments.jobs,
+            timeout=arguments.timeout,
+            on_done=on_done,
+            manifest=manifest,
         )
     except ChapterError as error:
         print(f"verify-book: error: {error}", file=sys.stderr)

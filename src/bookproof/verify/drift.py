@@ -2,7 +2,9 @@
 
 Every top-level function and class in the learner file must be defined
 identically (same AST, positions ignored) by one top-level definition in the
-chapter's listings, `python skip` listings included. The checkpoint is held to
+chapter's listings, `python skip` listings included. A `python changes=NAME`
+listing teaches the class it composes (compose.py), and the definition it
+builds on is then taught no more. The checkpoint is held to
 the same rule for every definition whose name a listing also defines; its own
 glue (`main`, say) is free, because no listing teaches it.
 """
@@ -61,15 +63,30 @@ def find_drift(
 
     taught: dict[str, list[tuple[ast.AST, int]]] = {}
     fingerprints: set[str] = set()
+    # A definition a `changes=` listing builds on is taught no more: the file
+    # must hold the composed one, or it would keep the version the text replaced.
+    superseded = {
+        (composition.base_line, composition.name)
+        for composition in chapter.compositions.values()
+        if composition.base_line is not None
+    }
     for fence in chapter.fences:
         if fence.kind not in ("python", "raises", "skip"):
             continue
-        try:
-            tree = ast.parse(fence.content)
-        except (SyntaxError, ValueError):
-            # A skipped listing may be a deliberate counter-example; it teaches no definition.
-            continue
+        composition = chapter.compositions.get(fence.line)
+        if composition is not None:
+            tree = composition.module
+        elif fence.changes is not None:
+            continue  # not composed: the run stopped with a format error naming it
+        else:
+            try:
+                tree = ast.parse(fence.content)
+            except (SyntaxError, ValueError):
+                # A skipped listing may be a deliberate counter-example; it teaches no definition.
+                continue
         for node in _definitions(tree):
+            if (fence.line, node.name) in superseded:
+                continue
             fingerprints.add(_fingerprint(node))
             taught.setdefault(node.name, []).append((node, fence.line))
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from bookproof.verify.chapter import Listing
+from bookproof.verify.compose import worker_fields
 from bookproof.verify.environment import python_executable
 from bookproof.verify.processes import Head, Leftover, Tail, finish, start, stop_all
 from bookproof.verify.worker import (
@@ -282,7 +283,12 @@ def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> L
         "filename": str(path),
         "key": key.hex(),
         "blocks": [
-            {"index": i, "source": listing.fence.content, "first_line": listing.fence.line + 1}
+            {
+                "index": i,
+                "source": listing.fence.content,
+                "first_line": listing.fence.line + 1,
+                **worker_fields(listing),
+            }
             for i, listing in enumerate(listings)
         ],
     }

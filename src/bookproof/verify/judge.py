@@ -20,6 +20,7 @@ from bookproof.verify.execute import (
     ListingsRun,
     ProcessRun,
 )
+from bookproof.verify.figures import FigureRef, FiguresRun, judge_figures
 from bookproof.verify.manifest import ManifestChapter
 from bookproof.verify.quoting import bounded, quoted
 from bookproof.verify.verdict import (
@@ -42,6 +43,7 @@ class ChapterJob:
 
     chapter: Chapter
     entry: ManifestChapter | None
+    figures: tuple[FigureRef, ...] = ()
 
 
 class _Sources:
@@ -430,11 +432,13 @@ def judge_chapter(
     checkpoint_run: ProcessRun | None,
     learner_run: ProcessRun | None,
     seconds: float,
+    figures_run: FiguresRun | None = None,
 ) -> ChapterVerdict:
     """Turn the raw runs of one chapter into its verdict."""
     chapter, entry = job.chapter, job.entry
     display = display_path(chapter.path)
     blocks, failures = _judge_listings(display, chapter, listings_run)
+    failures.extend(judge_figures(display, list(job.figures), figures_run))
     checkpoint = "not checked"
     learner = "none"
     exercises = "-"

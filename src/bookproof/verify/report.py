@@ -228,8 +228,8 @@ def write_junit(path: Path, verdicts: Sequence[ChapterVerdict]) -> None:
                 element(case, "skipped", message=state)
         for failure in others:
             name = "learner" if failure.kind in ("learner", "drift") else "checkpoint"
-            if failure.kind == "exercises":
-                name = "exercises"
+            if failure.kind in ("exercises", "figure"):
+                name = failure.kind
             case = element(
                 suite,
                 "testcase",

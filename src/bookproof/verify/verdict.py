@@ -46,6 +46,7 @@ FailureKind = (
         "drift",
         "checkpoint-drift",
         "exercises",
+        "figure",
     ]
 )
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bookproof.verify.chapter import read_chapter
+from bookproof.verify.chapter import Chapter, read_chapter
+from bookproof.verify.compose import compose_chapter
 from bookproof.verify.execute import (
     ListingsRun,
     ProcessRun,
@@ -18,8 +19,9 @@ from bookproof.verify.execute import (
     run_listings,
     stop_all,
 )
+from bookproof.verify.figures import FiguresRun, draw_figures, find_figures
 from bookproof.verify.judge import ChapterJob, judge_chapter
-from bookproof.verify.manifest import ManifestChapter
+from bookproof.verify.manifest import Manifest, ManifestChapter
 from bookproof.verify.verdict import ChapterVerdict
 
 __all__ = ["ChapterFormatError", "ChapterJob", "verify_chapters"]
@@ -40,12 +42,35 @@ class _ChapterRuns:
     listings: Future[ListingsRun] | None = None
     checkpoint: Future[ProcessRun] | None = None
     learner: Future[ProcessRun] | None = None
+    figures: Future[FiguresRun] | None = None
     # Starts at 1 for the parse itself, so the chapter cannot be concluded
     # before every one of its runs has been submitted.
     pending: int = 1
 
     def futures(self) -> list[Future[Any]]:
-        return [f for f in (self.listings, self.checkpoint, self.learner) if f is not None]
+        runs = (self.listings, self.checkpoint, self.learner, self.figures)
+        return [f for f in runs if f is not None]
+
+
+def earlier_chapters(
+    entry: ManifestChapter | None, manifest: Manifest | None
+) -> Callable[[], list[Chapter]]:
+    """The drafted chapters before `entry` in the book, read when first asked for.
+
+    A `changes=` listing may change a definition an earlier chapter gave; a
+    chapter the manifest does not name has no earlier chapters.
+    """
+
+    def read() -> list[Chapter]:
+        if entry is None or manifest is None:
+            return []
+        return [
+            read_chapter(chapter.text)
+            for chapter in manifest.chapters
+            if chapter.drafted and chapter.text is not None and chapter.number < entry.number
+        ]
+
+    return read
 
 
 def verify_chapters(
@@ -54,6 +79,7 @@ def verify_chapters(
     parallel: int,
     timeout: float,
     on_done: Callable[[ChapterVerdict], None],
+    manifest: Manifest | None = None,
 ) -> list[tuple[ChapterJob, ChapterVerdict]]:
     """Parse and verify every chapter; at most `parallel` child processes run at once.
 
@@ -81,8 +107,9 @@ def verify_chapters(
             listings = runs.listings.result() if runs.listings else None
             checkpoint = runs.checkpoint.result() if runs.checkpoint else None
             learner = runs.learner.result() if runs.learner else None
-            seconds = sum(run.seconds for run in (listings, checkpoint, learner) if run)
-            verdict = judge_chapter(job, listings, checkpoint, learner, seconds)
+            figures = runs.figures.result() if runs.figures else None
+            seconds = sum(run.seconds for run in (listings, checkpoint, learner, figures) if run)
+            verdict = judge_chapter(job, listings, checkpoint, learner, seconds, figures)
         except BaseException as error:  # a verifier defect must surface, never vanish
             with lock:
                 errors.append(error)
@@ -113,13 +140,20 @@ def verify_chapters(
                 assert entry.checkpoint is not None and entry.learner is not None
                 runs.checkpoint = pool.submit(run_checkpoint, entry.checkpoint, timeout)
                 runs.learner = pool.submit(import_learner, entry.learner, timeout)
-            chapter = read_chapter(path)
-            jobs[position] = ChapterJob(chapter=chapter, entry=entry)
+            chapter = compose_chapter(read_chapter(path), earlier_chapters(entry, manifest))
+            figures = find_figures(path, chapter.text, entry.number if entry else None)
+            jobs[position] = ChapterJob(chapter=chapter, entry=entry, figures=tuple(figures))
             problems.extend(chapter.problems)
             # After a format error nothing more is started: the run ends with
             # exit status 2 once every chapter's problems are known.
             if chapter.listings and not problems:
                 runs.listings = pool.submit(run_listings, chapter.path, chapter.listings, timeout)
+            scripts = sorted(
+                {figure.script for figure in figures if figure.problem is None}
+                & {figure.script for figure in figures if figure.script.is_file()}
+            )
+            if scripts and not problems:
+                runs.figures = pool.submit(draw_figures, scripts, timeout)
             started = runs.futures()
             submitted.extend(started)
             with lock:

@@ -195,7 +195,7 @@ class _Runner:
         sys.modules["__main__"] = module
         self.namespace = module.__dict__
 
-    def compile(self, source: str, first_line: int) -> CodeType:
+    def compile(self, source: str | Any, first_line: int) -> CodeType:
         """The listing compiled on its real lines in the chapter file.
 
         Compiled as written, then moved down: padding the source with blank
@@ -296,7 +296,12 @@ def _run_block(runner: _Runner, block: dict[str, Any], capture: int) -> dict[str
     result["started"] = _boot_seconds()
     offset = block["first_line"] - 1
     try:
-        code = runner.compile(block["source"], block["first_line"])
+        if "tree" in block:
+            # A `changes=` listing made whole: its tree already has the chapter's lines.
+            offset = 0
+            code = runner.compile(block["tree"], 1)
+        else:
+            code = runner.compile(block["source"], block["first_line"])
     except Exception as error:  # SyntaxError mostly; ValueError, RecursionError too
         result["syntax_error"] = _syntax_error(error, offset)
     else:
@@ -333,6 +338,12 @@ def main() -> None:
     filename: str = job["filename"]
     sys.argv = [filename]
     runner = _Runner(filename, sys.stdout)
+    if any("tree" in block for block in job["blocks"]):
+        import pickle  # before any listing runs, like json above
+
+        for block in job["blocks"]:
+            if "tree" in block:
+                block["tree"] = pickle.loads(bytes.fromhex(block["tree"]))
     channel.send({"event": "ready"})
     for block in job["blocks"]:
         try:
