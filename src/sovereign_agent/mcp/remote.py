@@ -240,7 +240,8 @@ class RemoteTools:
         self._broken: str | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._session: ClientSession | None = None
-        self._gone: asyncio.Event | None = None
+        # Calls under way on the loop, so a broken connection can end them at once.
+        self._inflight: set[asyncio.Task[Any]] = set()
         self._closing: asyncio.Event | None = None
         self._listing: list[Advertised] = []
         self._thread = threading.Thread(target=self._serve, name=f"mcp {source}", daemon=True)
@@ -328,7 +329,6 @@ class RemoteTools:
 
     async def _connection(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._gone = asyncio.Event()
         self._closing = asyncio.Event()
         try:
             async with (
@@ -343,7 +343,7 @@ class RemoteTools:
                 await self._closing.wait()
         finally:
             self._session = None
-            self._gone.set()
+            self._break("the connection is closed")
 
     async def _on_message(self, message: types.ServerNotification | Exception) -> None:
         if isinstance(message, Exception):
@@ -356,11 +356,11 @@ class RemoteTools:
         with self._lock:
             if self._broken is None:
                 self._broken = reason
-        gone, loop = self._gone, self._loop
-        if gone is not None and loop is not None and not loop.is_closed():
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
             # RuntimeError: the loop is already gone, and so is every call on it.
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(gone.set)
+                loop.call_soon_threadsafe(self._cancel_inflight)
 
     @staticmethod
     async def _list(session: ClientSession) -> list[types.Tool]:
@@ -377,24 +377,33 @@ class RemoteTools:
                 return tools
         raise RemoteFailure(f"the server's tool list runs past {MAX_LIST_PAGES} pages")
 
-    async def _race(self, work: Awaitable[T], timeout: float) -> T:
-        """`work`, unless the connection breaks or `timeout` passes first."""
-        assert self._gone is not None
-        task = asyncio.ensure_future(work)
-        gone = asyncio.ensure_future(self._gone.wait())
+    async def _guarded(self, work: Awaitable[T], timeout: float) -> T:
+        """`work`, unless `timeout` passes or the connection breaks first.
+
+        No helper task per call: the call runs in the task the caller's thread
+        submitted, which `_break` cancels if the connection breaks meanwhile.
+        """
+        task = asyncio.current_task()
+        assert task is not None
+        if self._broken is not None:
+            raise RemoteFailure(self._broken)
+        self._inflight.add(task)
         try:
-            done, _ = await asyncio.wait(
-                {task, gone}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
-            )
+            async with asyncio.timeout(timeout):
+                return await work
+        except TimeoutError:
+            # The request is abandoned; the SDK tells the server it was cancelled.
+            raise TimeoutError(f"no answer within {timeout} s") from None
+        except asyncio.CancelledError:
+            if self._broken is None:
+                raise
+            raise RemoteFailure(self._broken) from None
         finally:
-            gone.cancel()
-        if task in done:
-            return task.result()
-        # The request is abandoned; the SDK tells the server it was cancelled.
-        task.cancel()
-        if gone in done:
-            raise RemoteFailure(self._broken or "the connection is closed")
-        raise TimeoutError(f"no answer within {timeout} s")
+            self._inflight.discard(task)
+
+    def _cancel_inflight(self) -> None:
+        for task in tuple(self._inflight):
+            task.cancel()
 
     def _submit(self, make: Callable[[ClientSession], Awaitable[T]], timeout: float) -> T:
         """Run `make(session)` on the loop thread and wait for it, for at most `timeout`."""
@@ -403,7 +412,7 @@ class RemoteTools:
             raise RemoteFailure(self._broken)
         if loop is None or session is None or loop.is_closed():
             raise RemoteFailure("the connection is closed")
-        future = asyncio.run_coroutine_threadsafe(self._race(make(session), timeout), loop)
+        future = asyncio.run_coroutine_threadsafe(self._guarded(make(session), timeout), loop)
         try:
             return future.result(timeout + _GRACE_SECONDS)
         except (RemoteFailure, TimeoutError):
