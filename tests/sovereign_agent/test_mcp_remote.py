@@ -246,3 +246,26 @@ def test_bad_settings_are_refused_before_any_process_starts() -> None:
             RemoteTools([sys.executable, HOSTILE, "ok"], DECLARED, source="x", **options)
     with pytest.raises(ValueError, match="declared twice"):
         RemoteTools([sys.executable, HOSTILE, "ok"], DECLARED * 2, source="x")
+
+
+def test_the_trace_carries_the_operators_detail_and_the_model_gets_only_the_code() -> None:
+    events: list[dict[str, Any]] = []
+    model = ScriptedModel(
+        [turn(ask("e1", "check_availability", sku="VANILLA")), AssistantMessage(content="no")]
+    )
+    with hostile("error") as tools:
+        dispatcher, _ = dispatcher_with_remote([tools], allowed=["check_availability"])
+        record = run_task(
+            model,
+            dispatcher,
+            "Vanilla?",
+            max_steps=3,
+            max_tool_calls=3,
+            recorder=Recorder(events.append),
+        )
+    [outcome] = [event for event in events if event["event"] == "tool_outcome"]
+    assert outcome["code"] == "tool_failed" and outcome["handler_ran"] is True
+    assert outcome["exception.type"] == "RemoteFailure"
+    assert outcome["exception.message"].startswith("the server reported an error")
+    assert "secret-token" not in json.dumps(outcome["gen_ai.tool.call.result"])
+    assert all("secret-token" not in message.model_dump_json() for message in record.messages)
