@@ -269,3 +269,13 @@ def test_the_trace_carries_the_operators_detail_and_the_model_gets_only_the_code
     assert outcome["exception.message"].startswith("the server reported an error")
     assert "secret-token" not in json.dumps(outcome["gen_ai.tool.call.result"])
     assert all("secret-token" not in message.model_dump_json() for message in record.messages)
+
+
+@pytest.mark.parametrize(
+    ("mode", "message"),
+    [("many_tools", "more than 1000 tools"), ("endless_pages", "past 10 pages")],
+)
+def test_a_listing_without_end_is_refused_at_connection(mode: str, message: str) -> None:
+    with pytest.raises(RemoteFailure, match=message):
+        hostile(mode)
+    assert children_running(HOSTILE) == []

@@ -341,6 +341,11 @@ class RemoteTools:
                 self._session = session
                 self._ready.set()
                 await self._closing.wait()
+        except Exception as error:
+            # The first reason is the one kept: say what ended the connection
+            # before `finally` says only that it ended.
+            self._break(f"the connection ended: {_describe(error)}")
+            raise
         finally:
             self._session = None
             self._break("the connection is closed")

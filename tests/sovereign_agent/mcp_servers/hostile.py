@@ -51,7 +51,14 @@ for line in sys.stdin:
         )
     elif method == "tools/list":
         tool = {"name": "check_availability", "description": "x", "inputSchema": SCHEMA}
-        answer(request_id, {"tools": [tool]})
+        if MODE == "many_tools":
+            names = [f"tool_{number}" for number in range(1_001)]
+            answer(request_id, {"tools": [{**tool, "name": name} for name in names]})
+        elif MODE == "endless_pages":
+            # Always one more page: a client that follows cursors blindly never stops.
+            answer(request_id, {"tools": [tool], "nextCursor": "more"})
+        else:
+            answer(request_id, {"tools": [tool]})
     elif method == "tools/call" and request_id is not None:
         if MODE == "hang":
             continue
