@@ -279,3 +279,18 @@ def test_a_listing_without_end_is_refused_at_connection(mode: str, message: str)
     with pytest.raises(RemoteFailure, match=message):
         hostile(mode)
     assert children_running(HOSTILE) == []
+
+
+def test_a_tool_that_changed_between_calls_never_runs_under_its_new_terms() -> None:
+    with hostile("late_change", call_timeout=5) as tools:
+        first = check(tools)
+        # The change arrives after the first answer, while nobody is calling.
+        deadline = time.monotonic() + 10
+        while not tools._changed.is_set() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        second = check(tools)
+        lost = tools.lost
+    assert first.observation == {"ok": True, "value": "40"} and first.narrowing is None
+    assert second.observation == {"ok": False, "error": "tool_failed"}
+    assert "changed on the server" in second.failure.message
+    assert lost == {"check_availability"}
