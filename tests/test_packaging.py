@@ -60,12 +60,13 @@ def test_the_wheel_holds_the_runtime_its_license_and_no_tooling(wheel: Path) -> 
         for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
         if line.startswith("Requires-Dist:")
     ]
-    # Pydantic alone for everything but the `skills` extra (chapter 7), which adds PyYAML.
+    # Pydantic alone for everything but two extras: `skills` (chapter 7) adds PyYAML,
+    # `mcp` (chapter 9) the official MCP SDK.
     names = {
         requirement.split(">")[0].split("<")[0]: requirement.partition(";")[2].strip()
         for requirement in requires
     }
-    assert names == {"pydantic": "", "pyyaml": "extra == 'skills'"}
+    assert names == {"pydantic": "", "pyyaml": "extra == 'skills'", "mcp": "extra == 'mcp'"}
 
 
 @pytest.mark.slow

@@ -1,0 +1,104 @@
+"""What our remote-tool client costs per call, against the SDK's bare `call_tool` and a local tool.
+
+Two copies of the supplier's server run side by side over stdio. One is
+called through `sovereign_agent.mcp.remote` and chapter 2's dispatcher (a
+sync call handed to the connection's event-loop thread, validated, bounded);
+the other with the SDK's `ClientSession.call_tool` alone, timed inside its own
+event loop, with no thread to cross and no checks. Both call `next_delivery`,
+which the supplier never changes. Goal (issue 24): ours at most 1.10x the bare
+call. A local tool through the same dispatcher is printed as well, to show
+what going over a pipe costs at all.
+
+    uv run python scripts/bench_mcp.py [--calls N] [--repeat R]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import timeit
+from pathlib import Path
+
+from anyio.from_thread import start_blocking_portal
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from sovereign_agent.mcp.remote import connect
+from sovereign_agent.mcp.supplier import SUPPLIER_DECLARATIONS, SUPPLIER_SOURCE
+from sovereign_agent.shop import NoArguments
+from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
+
+ROOT = Path(__file__).resolve().parents[1]
+SUPPLIER = [sys.executable, str(ROOT / "book/textbook/servers/supplier_mcp.py")]
+GOAL = 1.10
+CALL = ToolCall(id="bench", name="next_delivery", arguments={})
+
+
+async def bare_seconds(session: ClientSession, calls: int) -> float:
+    """Per-call seconds of the SDK's own call, awaited back to back inside its loop."""
+    started = time.perf_counter()
+    for _ in range(calls):
+        await session.call_tool("next_delivery", {})
+    return (time.perf_counter() - started) / calls
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300, help="calls per timing (default 300)")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="rounds, each timing every path once (default 5)"
+    )
+    options = parser.parse_args(argv)
+    if options.calls < 1 or options.repeat < 1:
+        parser.error("--calls and --repeat must be positive")
+
+    local = Dispatcher(
+        [
+            ExecutableTool(
+                name="next_delivery",
+                description="The weekday of the supplier's next delivery.",
+                arguments=NoArguments,
+                handler=lambda _: {"weekday": "Tuesday"},
+            )
+        ],
+        allowed=["next_delivery"],
+    )
+    parameters = StdioServerParameters(command=SUPPLIER[0], args=SUPPLIER[1:])
+    best = {"bare": float("inf"), "ours": float("inf"), "local": float("inf")}
+    with (
+        connect(SUPPLIER, SUPPLIER_DECLARATIONS, source=SUPPLIER_SOURCE) as supplier,
+        start_blocking_portal() as portal,
+    ):
+        ours = Dispatcher(supplier.tools.values(), allowed=["next_delivery"])
+        expected = {"ok": True, "value": {"weekday": "Tuesday"}}
+        if ours.invoke(CALL) != expected or local.invoke(CALL) != expected:
+            print("next_delivery did not answer as expected", file=sys.stderr)
+            return 1
+        with portal.wrap_async_context_manager(stdio_client(parameters)) as (read, write):
+            session = portal.wrap_async_context_manager(ClientSession(read, write))
+            with session as bare:
+                portal.call(bare.initialize)
+                portal.call(bare_seconds, bare, 3)  # warm both paths alike
+                ours.invoke(CALL)
+                # Interleaved rounds, the minimum of each: the figure least
+                # disturbed by whatever else the machine is doing.
+                for _ in range(options.repeat):
+                    best["bare"] = min(best["bare"], portal.call(bare_seconds, bare, options.calls))
+                    seconds = timeit.timeit(lambda: ours.invoke(CALL), number=options.calls)
+                    best["ours"] = min(best["ours"], seconds / options.calls)
+                    seconds = timeit.timeit(lambda: local.invoke(CALL), number=options.calls)
+                    best["local"] = min(best["local"], seconds / options.calls)
+
+    ratio = best["ours"] / best["bare"]
+    print(f"bare SDK call_tool:          {best['bare'] * 1e6:10.1f} us/call")
+    print(f"through our client:          {best['ours'] * 1e6:10.1f} us/call")
+    print(f"local tool, same dispatcher: {best['local'] * 1e6:10.1f} us/call")
+    verdict = "ok" if ratio <= GOAL else "MISSED"
+    print(f"ours / bare SDK: {ratio:.2f}x (goal <= {GOAL:.2f}x) {verdict}")
+    print(f"remote / local: {best['ours'] / best['local']:.0f}x (reported, no goal)")
+    return 0 if ratio <= GOAL else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
