@@ -20,11 +20,10 @@ from bookproof.verify.files import UnreadableFile, read_regular_file, shown
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
-    from bookproof.verify.compose import Composition
-
 __all__ = [
     "Chapter",
     "ChapterError",
+    "Composition",
     "Fence",
     "FenceKind",
     "Listing",
@@ -67,6 +66,32 @@ class Listing:
     output: Fence | None
     # A `changes=` listing's code made whole (compose.py); None for any other listing.
     composed: ast.Module | None = None
+
+
+@dataclass(frozen=True)
+class Composition:
+    """One `changes=` listing, made whole.
+
+    `module` is the listing's code with its partial class replaced by the
+    composed one: what the worker runs and what the learner file is held to.
+    """
+
+    name: str
+    module: ast.Module
+    methods: tuple[str, ...]  # the methods the listing replaces, in its order; () for a splice
+    base_line: int | None  # the fence in this chapter the base came from; None: an earlier chapter
+    base_where: str  # "file:line" of the base, for messages
+    source: tuple[str, ...] = ()  # the composed definition's text
+    lines: tuple[int | None, ...] = ()  # the chapter line of each line of `source`
+
+    @property
+    def definition(self) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef:
+        return next(
+            node
+            for node in self.module.body
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            and node.name == self.name
+        )
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from bookproof.verify.chapter import Chapter, Fence, Listing
+from bookproof.verify.chapter import Chapter, Composition, Fence, Listing
 from bookproof.verify.environment import display_path
 
 __all__ = ["SNIP", "Composition", "compose_chapter", "final_definitions", "worker_fields"]
@@ -44,31 +44,6 @@ SNIP = "# ..."
 
 _Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 _Method = ast.FunctionDef | ast.AsyncFunctionDef
-
-
-@dataclass(frozen=True)
-class Composition:
-    """One `changes=` listing, made whole.
-
-    `module` is the listing's code with its partial class replaced by the
-    composed one: what the worker runs and what the learner file is held to.
-    """
-
-    name: str
-    module: ast.Module
-    methods: tuple[str, ...]  # the methods the listing replaces, in its order; () for a splice
-    base_line: int | None  # the fence in this chapter the base came from; None: an earlier chapter
-    base_where: str  # "file:line" of the base, for messages
-    source: tuple[str, ...] = ()  # the composed definition's text
-    lines: tuple[int | None, ...] = ()  # the chapter line of each line of `source`
-
-    @property
-    def definition(self) -> _Definition:
-        return next(
-            node
-            for node in self.module.body
-            if isinstance(node, _Definition) and node.name == self.name
-        )
 
 
 @dataclass(frozen=True)

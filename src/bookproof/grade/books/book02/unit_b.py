@@ -10,7 +10,7 @@ from typing import Any
 
 from bookproof.grade import fixtures as fx
 from bookproof.grade.book import Trial
-from bookproof.grade.books.book02 import (
+from bookproof.grade.books.book02.baseline_and_unit_a import (
     BOOK,
     S_UNIT_B,
     SHOP_TOOLS,

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import Field
 
 from bookproof.grade.book import JSON, ObjectKind, Surface
-from bookproof.grade.books.book04 import BOOK, S_UNIT_A, reading
+from bookproof.grade.books.book04 import reading
+from bookproof.grade.books.book04.baseline_and_unit_a import BOOK, S_UNIT_A
 from sovereign_agent.shop import DraftArguments
 
 __all__ = ["SURFACE", "TRACE_TESTS", "Replaced", "reference_with"]

@@ -20,7 +20,8 @@ from pydantic import ValidationError
 
 from bookproof.grade import fixtures as fx
 from bookproof.grade.book import Trial
-from bookproof.grade.books.book04 import BOOK, S_UNIT_B, reading
+from bookproof.grade.books.book04 import reading
+from bookproof.grade.books.book04.baseline_and_unit_a import BOOK, S_UNIT_B
 from bookproof.grade.books.book04.unit_a_tests import SURFACE, Replaced, reference_with
 from bookproof.grade.questions import (
     Asks,

@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from bookproof.grade.book import JSON, Surface
-from bookproof.grade.books.book07 import (
+from bookproof.grade.books.book07.baseline_and_unit_a import (
     BOOK,
     S_UNIT_A,
 )

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from bookproof.grade import fixtures as fx
 from bookproof.grade.book import Trial
-from bookproof.grade.books.book07 import (
+from bookproof.grade.books.book07.baseline_and_unit_a import (
     _UNREADABLE,
     BOOK,
     EVERY_TOOL,
