@@ -12,13 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from grading import Graded, grade_batch
 
 from bookproof.grade.books import load_book
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = (ROOT / "solutions" / "book01" / "morning_brief.py").read_text(encoding="utf-8")
-STARTER = (ROOT / "exercises" / "book01" / "morning_brief.py").read_text(encoding="utf-8")
+STARTER = (EXERCISES / "book01" / "morning_brief.py").read_text(encoding="utf-8")
 
 ALL_CHECKS = {
     "imports",
@@ -159,7 +160,7 @@ def notebook_output(folder: Path, unit: str) -> str:
 @pytest.fixture
 def exercise_folder(tmp_path):
     folder = tmp_path / "book01"
-    shutil.copytree(ROOT / "exercises" / "book01", folder)
+    shutil.copytree(EXERCISES / "book01", folder)
     return folder
 
 

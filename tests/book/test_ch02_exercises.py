@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
@@ -21,7 +22,7 @@ from bookproof.grade.books import load_book
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions" / "book02"
 SOLUTION = (SOLUTIONS / "shop_tools.py").read_text(encoding="utf-8")
-STARTER = (ROOT / "exercises" / "book02" / "shop_tools.py").read_text(encoding="utf-8")
+STARTER = (EXERCISES / "book02" / "shop_tools.py").read_text(encoding="utf-8")
 MANGO_TESTS = (SOLUTIONS / "test_book02_mango.py").read_text(encoding="utf-8")
 BOOK = load_book(2)
 TESTS_CHECKS = {check.id for check in BOOK.checks if check.tests is not None}

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from grading import Graded, grade_batch
 
 from bookproof.notebooks.build import notebook_json
 
 ROOT = Path(__file__).resolve().parents[2]
-BOOK = ROOT / "exercises" / "book03"
+BOOK = EXERCISES / "book03"
 SOLUTION = (ROOT / "solutions" / "book03" / "agent_loop.py").read_text(encoding="utf-8")
 STARTER = (BOOK / "agent_loop.py").read_text(encoding="utf-8")
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from exercise_books import notebook_script
 from grading import Graded, edited, grade_batch
 
@@ -21,7 +22,7 @@ from bookproof.grade.book import BASELINE
 from bookproof.grade.books import load_book
 
 ROOT = Path(__file__).resolve().parents[2]
-STARTER_DIR = ROOT / "exercises" / "book04"
+STARTER_DIR = EXERCISES / "book04"
 SOLUTION_DIR = ROOT / "solutions" / "book04"
 BOOK = load_book(4)
 TESTS_CHECKS = {check.id for check in BOOK.checks if check.tests is not None}

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from exercise_books import check_cell_lines, run_in
 from exercise_books import hand_in as hand_in_module
 from grading import Graded, edited, grade_batch
@@ -17,7 +18,7 @@ from grading import Graded, edited, grade_batch
 from bookproof.grade.books import load_book
 
 ROOT = Path(__file__).resolve().parents[2]
-BOOK = ROOT / "exercises" / "book05"
+BOOK = EXERCISES / "book05"
 SOLUTIONS = ROOT / "solutions" / "book05"
 SOLUTION = (SOLUTIONS / "shop_store.py").read_text(encoding="utf-8")
 STARTER = (BOOK / "shop_store.py").read_text(encoding="utf-8")

@@ -11,12 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from exercise_books import check_cell_lines, run_in
 from exercise_books import hand_in as hand_in_module
 from grading import Graded, grade_batch
 
 ROOT = Path(__file__).resolve().parents[2]
-BOOK = ROOT / "exercises" / "book06"
+BOOK = EXERCISES / "book06"
 SOLUTIONS = ROOT / "solutions" / "book06"
 SOLUTION = (SOLUTIONS / "reservations.py").read_text(encoding="utf-8")
 STARTER = (BOOK / "reservations.py").read_text(encoding="utf-8")

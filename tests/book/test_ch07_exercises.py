@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
 from grading import LEAK_HUNT, Graded, edited, grade_batch
 from system_components import require_executable
@@ -23,7 +24,7 @@ from bookproof.grade.sandbox import Isolation, Limits
 from bookproof.grade.session import Session
 
 ROOT = Path(__file__).resolve().parents[2]
-BOOK = ROOT / "exercises" / "book07"
+BOOK = EXERCISES / "book07"
 SOLUTIONS = ROOT / "solutions" / "book07"
 SOLUTION = (SOLUTIONS / "skill_tools.py").read_text(encoding="utf-8")
 STARTER = (BOOK / "skill_tools.py").read_text(encoding="utf-8")

@@ -12,13 +12,14 @@ import json
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
 from grading import LEAK_HUNT, Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
 
 ROOT = Path(__file__).resolve().parents[2]
-BOOK = ROOT / "exercises" / "book08"
+BOOK = EXERCISES / "book08"
 SOLUTIONS = ROOT / "solutions" / "book08"
 SOLUTION = (SOLUTIONS / "document_tools.py").read_text(encoding="utf-8")
 STARTER = (BOOK / "document_tools.py").read_text(encoding="utf-8")

@@ -13,6 +13,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from committed import as_committed
 
 from bookproof.layout import ChapterParts, default_layout, load_manifest
 
@@ -100,7 +101,7 @@ def test_every_drafted_exercise_book_declares_what_it_changes() -> None:
 def test_shared_definitions_are_the_chapters_own(chapter: ChapterParts, kind: str) -> None:
     learner = definitions(chapter.learner)
     changed = CHANGED_BY_THE_EXERCISES[chapter.number][kind]
-    folder = chapter.exercises if kind == "exercises" else chapter.solutions
+    folder = as_committed(chapter.exercises) if kind == "exercises" else chapter.solutions
     files = copies(folder)
     assert files, f"no module in {folder}"
     for path in files:

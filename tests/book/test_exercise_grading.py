@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from committed import as_committed
 from grading import grade_batch
 
 from bookproof.grade.books import load_book
@@ -46,7 +47,7 @@ def test_the_reference_scores_full_marks_and_the_starter_only_its_baseline(
         book.number,
         {
             "solution": handed_in(book, book.solutions),
-            "starter": handed_in(book, book.exercises),
+            "starter": handed_in(book, as_committed(book.exercises)),
         },
         base=tmp_path,
     )

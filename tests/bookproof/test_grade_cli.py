@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from hypothesis import given
 from hypothesis import strategies as st
 from system_components import require_executable
@@ -57,9 +58,7 @@ def test_unknown_flag_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_json_report_has_the_documented_shape(tmp_path: Path) -> None:
     student = tmp_path / "alice"
-    shutil.copytree(
-        ROOT / "exercises" / "book02", student, ignore=shutil.ignore_patterns("*.ipynb")
-    )
+    shutil.copytree(EXERCISES / "book02", student, ignore=shutil.ignore_patterns("*.ipynb"))
     out = tmp_path / "report.json"
     completed = _grade(
         "--book", "2", str(student), str(SOLUTION), "--json", str(out), "--seed", "7", cwd=tmp_path
@@ -162,7 +161,7 @@ def test_submission_names_are_unique_suffixes_and_short_when_they_can_be(
 
 
 def test_the_same_seed_asks_the_same_questions_and_gives_the_same_report(tmp_path: Path) -> None:
-    starter = ROOT / "exercises" / "book03"
+    starter = EXERCISES / "book03"
     reports = []
     for attempt in ("first", "second"):
         out = tmp_path / f"{attempt}.json"

@@ -29,6 +29,7 @@ import pytest
 from grading import LEAK_HUNT
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import examples
 from system_components import require_executable
 
 from bookproof.grade.book import JSON, Book, LearnerTests, Surface, Trial
@@ -99,7 +100,7 @@ entries = st.recursive(
 trees = st.dictionaries(names | undecodable, entries, max_size=5)
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=60)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=examples(60))
 @given(tree=trees)
 def test_a_description_becomes_exactly_that_folder(tmp_path_factory: Any, tree: Tree) -> None:
     at = tmp_path_factory.mktemp("made") / "f0"
@@ -131,7 +132,7 @@ hostile = st.recursive(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=150)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=examples(150))
 @given(description=hostile)
 def test_a_hostile_description_makes_nothing_outside_its_folder(
     tmp_path_factory: Any, description: Any

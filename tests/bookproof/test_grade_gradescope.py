@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from committed import EXERCISES
 from system_components import require_executable
 
 from bookproof.grade.books import load_book
@@ -100,7 +101,7 @@ def test_gradescope_results_have_the_documented_shape_and_the_grade(tmp_path: Pa
 
 
 def test_gradescope_results_say_what_failed_and_where_to_read(tmp_path: Path) -> None:
-    starter = ROOT / "exercises" / "book02"
+    starter = EXERCISES / "book02"
     completed = _grade(
         "--book", "2", "--isolation", "process", "--gradescope", str(tmp_path), str(starter)
     )
@@ -120,7 +121,7 @@ def test_gradescope_takes_exactly_one_submission(tmp_path: Path) -> None:
         "--gradescope",
         str(tmp_path),
         str(SOLUTIONS),
-        str(ROOT / "exercises" / "book02"),
+        str(EXERCISES / "book02"),
     )
     assert completed.returncode == 2
     assert "exactly one submission" in completed.stderr

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from committed import EXERCISES
 from container_sandbox import PYTHON_HOME, run_in_container
 
 from bookproof.grade.book import BASELINE
@@ -40,7 +41,7 @@ REFERENCE = {
     "shop_tools.py": ROOT / "solutions" / "book02" / "shop_tools.py",
     "test_book02_mango.py": ROOT / "solutions" / "book02" / "test_book02_mango.py",
 }
-STARTER = {"shop_tools.py": ROOT / "exercises" / "book02" / "shop_tools.py"}
+STARTER = {"shop_tools.py": EXERCISES / "book02" / "shop_tools.py"}
 STARTER_SCORE = sum(check.points for check in BOOK.checks if check.kind == BASELINE)
 SITE = "/autograder/source/.venv/lib/python3.11/site-packages"
 RUNTIME = "/autograder/source/src/sovereign_agent"

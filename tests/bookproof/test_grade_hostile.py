@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from committed import EXERCISES
 from system_components import require_executable
 
 from bookproof.grade.books import load_book
@@ -34,7 +35,7 @@ from bookproof.grade.books import load_book
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTIONS = ROOT / "solutions" / "book02"
 SOLUTION = (SOLUTIONS / "shop_tools.py").read_text(encoding="utf-8")
-STARTER = (ROOT / "exercises" / "book02" / "shop_tools.py").read_text(encoding="utf-8")
+STARTER = (EXERCISES / "book02" / "shop_tools.py").read_text(encoding="utf-8")
 MANGO_TESTS = (SOLUTIONS / "test_book02_mango.py").read_text(encoding="utf-8")
 SECRET = "secret-token-7f3c9a11e2"
 TIMEOUT = "4"

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from bookproof.grade.books import load_book
 from bookproof.grade.child.encoding import decode_json
@@ -53,7 +54,7 @@ names = st.text(
 ).filter(lambda n: n not in {".", ".."} and n.encode("utf-8") and len(n.encode()) < 100)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     st.dictionaries(
         st.lists(names, min_size=1, max_size=3).map(tuple), st.binary(max_size=200), max_size=6
@@ -103,7 +104,7 @@ def test_a_missing_required_file_is_named_in_the_refusal(tmp_path: Path) -> None
     assert problem == "No shop_tools.py in this folder: hand in a file named exactly shop_tools.py."
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(st.binary(max_size=300).filter(lambda b: b"\n" not in b), max_size=8))
 def test_any_request_from_a_learners_tests_gets_one_answer_and_never_stops_the_oracle(
     requests: list[bytes],
@@ -132,7 +133,7 @@ def test_any_request_from_a_learners_tests_gets_one_answer_and_never_stops_the_o
         sys.modules.pop(book.module, None)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.sampled_from(["..", ".", "", "tmp", "a b", "lucy.db", "/", "//"]), max_size=8))
 def test_any_path_a_test_names_lands_inside_the_runs_folder(parts: list[str]) -> None:
     path = "/".join(parts)

@@ -9,6 +9,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 
 from bookproof.workspace import WorkspaceError, start_book
 
@@ -115,7 +116,7 @@ def test_every_model_checkpoint_is_covered() -> None:
 def test_starting_a_book_copies_the_committed_starter(tmp_path: Path) -> None:
     started = start_book(2, into=tmp_path / "book02")
     assert started.fresh
-    starter = ROOT / "exercises" / "book02"
+    starter = EXERCISES / "book02"
     assert sorted(p.name for p in started.folder.iterdir()) == sorted(
         p.name for p in starter.iterdir() if p.is_file()
     )

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from committed import EXERCISES
 
 from bookproof.notebooks.build import EXERCISE_TAG
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted((ROOT / "exercises").glob("book[0-9][0-9]/unit_*.ipynb"))
+NOTEBOOKS = sorted((EXERCISES).glob("book[0-9][0-9]/unit_*.ipynb"))
 
 
 def _script(notebook_path: Path) -> str:
@@ -71,7 +72,7 @@ def test_running_the_cells_again_never_overwrites_the_learners_files(
 
 def test_book02_check_cells_show_the_exercises_done_with_the_solution(tmp_path: Path) -> None:
     folder = tmp_path / "book02"
-    shutil.copytree(ROOT / "exercises" / "book02", folder)
+    shutil.copytree(EXERCISES / "book02", folder)
     shutil.copyfile(ROOT / "solutions" / "book02" / "shop_tools.py", folder / "shop_tools.py")
     unit_a = _run(folder, _script(folder / "unit_a.ipynb"))
     assert unit_a.returncode == 0, unit_a.stderr
@@ -87,7 +88,7 @@ def test_book02_check_cells_show_the_exercises_done_with_the_solution(tmp_path: 
 
 def test_starter_shows_the_exercises_not_yet_done(tmp_path: Path) -> None:
     folder = tmp_path / "book02"
-    shutil.copytree(ROOT / "exercises" / "book02", folder)
+    shutil.copytree(EXERCISES / "book02", folder)
     unit_b = _run(folder, _script(folder / "unit_b.ipynb"))
     assert "need with 3 reserved: 6" in unit_b.stdout
     assert "two probes, one name: built" in unit_b.stdout

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from committed import EXERCISES
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -36,7 +37,7 @@ def test_committed_notebooks_match_their_plans() -> None:
 
 def test_book02_has_both_units_as_valid_nbformat_4_notebooks() -> None:
     for unit in ("unit_a", "unit_b"):
-        notebook = nbformat.read(ROOT / "exercises" / "book02" / f"{unit}.ipynb", as_version=4)
+        notebook = nbformat.read(EXERCISES / "book02" / f"{unit}.ipynb", as_version=4)
         nbformat.validate(notebook)
         assert notebook.nbformat == 4
         exercises = [c for c in notebook.cells if EXERCISE_TAG in c.metadata.get("tags", [])]
@@ -45,7 +46,7 @@ def test_book02_has_both_units_as_valid_nbformat_4_notebooks() -> None:
 
 
 def test_check_names_the_stale_notebook_and_sync_repairs_it(tmp_path: Path) -> None:
-    shutil.copytree(ROOT / "exercises", tmp_path / "exercises")
+    shutil.copytree(EXERCISES, tmp_path / "exercises")
     plan = tmp_path / "exercises" / "book02" / "unit_b.md"
     plan.write_text(plan.read_text(encoding="utf-8") + "\nOne more sentence.\n", encoding="utf-8")
     checked = _sync(tmp_path, "--check")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from bookproof.site.evidence import ReportError, load_report
 
@@ -28,7 +29,7 @@ _json = st.recursive(
 )
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(_json)
 def test_any_json_document_is_read_or_refused_with_a_report_error(document: object) -> None:
     with tempfile.TemporaryDirectory() as folder:

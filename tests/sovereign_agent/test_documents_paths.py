@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from sovereign_agent.documents import (
     MAX_DOCUMENT_BYTES,
@@ -200,7 +201,9 @@ NAMES = st.one_of(
 
 
 @settings(
-    max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(600),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(name=NAMES)
 def test_any_name_reads_one_of_the_folders_notes_or_is_refused(folder: Path, name: str) -> None:
@@ -216,7 +219,9 @@ def test_any_name_reads_one_of_the_folders_notes_or_is_refused(folder: Path, nam
 
 
 @settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(300),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(name=NAMES)
 def test_no_name_sent_through_the_dispatcher_returns_the_secret(folder: Path, name: str) -> None:

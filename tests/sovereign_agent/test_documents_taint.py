@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from sovereign_agent.documents import READ_DOCUMENT, READS_ONLY, build_document_tools
 from sovereign_agent.loop import RunRecord, StopReason, run_task
@@ -165,7 +166,7 @@ def test_no_writing_handler_runs_after_a_read_in_any_ordering_up_to_four_calls(
             raise AssertionError(f"{moves} ({'one turn' if one_turn else 'turns'})") from failure
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     moves=st.lists(st.sampled_from(sorted(MOVES)), min_size=1, max_size=8),
     cuts=st.lists(st.booleans(), min_size=8, max_size=8),

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from morning_plan import ROOT
+from strength import examples
 
 from sovereign_agent.evaluate import SuiteError, load_suite
 from sovereign_agent.evaluate.__main__ import MAX_REPEAT
@@ -118,7 +119,7 @@ toml_texts = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(extra=toml_texts, depth=st.integers(0, 3_000))
 def test_any_suite_text_loads_or_is_one_suite_error(extra: str, depth: int) -> None:
     with tempfile.TemporaryDirectory() as folder:

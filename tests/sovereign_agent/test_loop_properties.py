@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ToolMessage
@@ -89,7 +90,7 @@ def with_fresh_ids(script: list[AssistantMessage]) -> list[AssistantMessage]:
     return fresh
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     script=st.lists(replies, max_size=8),
     fresh_ids=st.booleans(),
@@ -155,7 +156,7 @@ def test_no_reply_sequence_exceeds_a_bound_or_raises(
         assert record.error is not None and "\n" not in record.error
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(raw=tool_calls)
 def test_a_refused_call_never_echoes_the_models_text(raw: AssistantToolCall) -> None:
     marked = AssistantToolCall(

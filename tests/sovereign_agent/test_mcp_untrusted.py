@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client, types
+from strength import examples
 
 from sovereign_agent.mcp.remote import RemoteFailure, _value_of
 from sovereign_agent.mcp.serve import build_server
@@ -80,7 +81,9 @@ names = st.sampled_from(["list_stock", "supplier", "draft_order", "place_order"]
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(name=names, arguments=st.none() | st.dictionaries(st.text(max_size=12), json_values))
 def test_any_call_from_a_host_gets_one_of_chapter_twos_observations(

@@ -28,6 +28,7 @@ from provider_stub import (
     openai_tool_calls,
     raw_reply,
 )
+from strength import examples
 
 from sovereign_agent.models import (
     AnthropicClient,
@@ -135,7 +136,7 @@ bodies = st.one_of(
 statuses = st.sampled_from([200, 200, 200, 400, 401, 404, 429, 500, 503])
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(sorted(ROUTES)), bodies, statuses)
 def test_any_reply_body_gives_a_reply_or_a_one_line_model_error_in_time(
     provider: str, body: bytes, status: int
@@ -151,7 +152,7 @@ def test_any_reply_body_gives_a_reply_or_a_one_line_model_error_in_time(
     assert seconds <= FAST.deadline_s + MARGIN_S
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(sorted(ROUTES)), bodies, st.floats(0.002, 0.2))
 def test_a_reply_that_trickles_in_ends_within_the_deadline(
     provider: str, body: bytes, drip_s: float

@@ -33,6 +33,7 @@ from hypothesis.stateful import (
     rule,
 )
 from shop_store import PRICES, SHOP, contents
+from strength import examples
 
 from sovereign_agent.store import (
     cancel_reservation,
@@ -180,7 +181,7 @@ class ReservationsMachine(RuleBasedStateMachine):
 
 
 ReservationsMachine.TestCase.settings = settings(
-    max_examples=80,
+    max_examples=examples(80),
     stateful_step_count=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from sovereign_agent.skills import (
     MAX_YAML_DEPTH,
@@ -207,7 +208,7 @@ def test_the_front_matter_may_follow_a_byte_order_mark_and_use_windows_line_ends
     assert parse_skill(PATH, text).name == "stock-check"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.text(max_size=400))
 def test_any_front_matter_is_a_skill_or_a_skill_error_with_a_line_inside_it(front: str) -> None:
     text = skill_text(front)
@@ -241,7 +242,7 @@ yaml_pieces = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(yaml_pieces, max_size=10))
 def test_near_valid_front_matter_is_a_skill_or_a_skill_error(front: list[str]) -> None:
     try:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from sovereign_agent.documents import DocumentError, invisible_in, read_document_text
 from sovereign_agent.loop import run_task
@@ -192,7 +193,7 @@ def test_a_provenance_that_is_neither_is_refused(tmp_path: Path) -> None:
         load_skill_tool((), provenance="trusted")  # type: ignore[arg-type]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(listed=st.none() | st.frozensets(st.sampled_from(NAMES)))
 def test_loading_an_outside_skill_never_keeps_a_tool_that_changes_something(
     listed: frozenset[str] | None,
@@ -286,7 +287,9 @@ HIDDEN = st.characters(categories=("Cc", "Cf")).filter(lambda c: c not in "\t\n\
 
 
 @settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     hidden=HIDDEN,
@@ -335,7 +338,9 @@ def test_a_byte_order_mark_at_the_start_is_still_accepted(tmp_path: Path) -> Non
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.binary(max_size=600) | st.text(max_size=300).map(lambda t: t.encode("utf-8")))
 def test_any_bytes_in_a_skill_md_are_a_skill_or_a_skill_error_and_nothing_else(
@@ -354,7 +359,9 @@ def test_any_bytes_in_a_skill_md_are_a_skill_or_a_skill_error_and_nothing_else(
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(description=st.text(max_size=80), steps=st.text(min_size=1, max_size=80))
 def test_a_skill_that_is_accepted_holds_nothing_lucy_cannot_see(

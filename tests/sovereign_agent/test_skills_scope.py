@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strength import examples
 
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
@@ -99,7 +100,7 @@ def test_narrow_refuses_keep_that_is_not_a_frozenset() -> None:
 name_sets = st.frozensets(st.sampled_from(NAMES))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(allowed=name_sets, scopes=st.lists(name_sets, max_size=5))
 def test_scoping_again_and_again_only_ever_shrinks(
     allowed: frozenset[str], scopes: list[frozenset[str]]
@@ -320,7 +321,7 @@ skill_lists = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(run_allowed=name_sets, loads=skill_lists)
 def test_the_tools_offered_are_always_within_the_run_and_every_skill_loaded(
     run_allowed: frozenset[str], loads: list[tuple[str, frozenset[str] | None]]

@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from shop_store import contents
+from strength import examples
 
 from sovereign_agent.shop import build_tools, replenishment_need
 from sovereign_agent.store import build_store_tools, open_store, seed_store
@@ -93,7 +94,7 @@ def arguments_for(
     return arguments | (extra or {})
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(shops(), st.lists(st.tuples(REQUEST, EXTRA), max_size=12))
 def test_the_store_and_the_dict_answer_every_request_identically(
     shop_and_prices: tuple[dict[str, Any], dict[str, int]],
@@ -120,7 +121,7 @@ def test_the_store_and_the_dict_answer_every_request_identically(
     assert after["deliveries"] == []
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(shops())
 def test_drafting_every_need_twice_saves_one_open_draft_per_priced_product_in_need(
     shop_and_prices: tuple[dict[str, Any], dict[str, int]],

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
+from strength import examples
 
 from sovereign_agent.shop import build_tools
 from sovereign_agent.tools import (
@@ -123,7 +124,7 @@ values = scalars | planted | st.lists(scalars | planted, max_size=3)
 invented = st.builds(lambda tail: f"zz-invented-{tail}", st.text(max_size=8))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     arguments=st.dictionaries(
         st.sampled_from(["sku", "quantity"]) | invented, values | planted, max_size=5

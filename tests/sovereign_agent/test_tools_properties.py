@@ -8,6 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
+from strength import examples
 
 from sovereign_agent.shop import DraftArguments, NoArguments, ProductArguments, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
@@ -72,7 +73,7 @@ def validates(model: type[BaseModel], raw: dict[str, Any]) -> bool:
     return True
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(name=names, raw=arguments, bound=st.integers(128, 4096), size=st.integers(0, 5000))
 def test_invoke_never_raises_never_leaks_and_respects_the_bound(
     name: str, raw: dict[str, Any], bound: int, size: int
@@ -111,7 +112,7 @@ def test_invoke_never_raises_never_leaks_and_respects_the_bound(
         assert set(observation) == {"ok", "value"}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(name=names, raw=arguments)
 def test_shop_dispatcher_answers_every_request_with_an_observation(
     name: str, raw: dict[str, Any]
@@ -134,7 +135,7 @@ def test_shop_dispatcher_answers_every_request_with_an_observation(
     assert [row["on_hand"] for row in report["value"]] == [7, 1, 2]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(envelope=st.dictionaries(st.sampled_from(["id", "name", "arguments", "extra"]), json_values))
 def test_envelope_validation_only_ever_raises_validation_error(envelope: dict[str, Any]) -> None:
     try:
@@ -185,7 +186,7 @@ def probe_dispatcher(authority: str, bound: int, size: int) -> tuple[Dispatcher,
     return dispatcher, {tool: probe for tool, (_, probe) in probes.items()}
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     name=names,
     raw=arguments,

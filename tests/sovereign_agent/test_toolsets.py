@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from strength import examples
 
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ScriptedModel
@@ -242,7 +243,7 @@ def refuse_strawberry(request: ToolCall) -> None:
         raise PermissionError("no strawberry")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     sets=toolsets(),
     allowed=st.lists(NAMES | st.from_regex(r"[a-z_]{1,8}", fullmatch=True), max_size=6),

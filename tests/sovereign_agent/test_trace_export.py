@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from morning_plan import CHAPTER_3, ROOT, SHOP, ask, turn
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from strength import examples
 
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage
@@ -294,7 +295,7 @@ def test_export_refuses_an_unusable_target_in_one_line(
     assert result.returncode == 2 and "--otlp-json" in result.stderr
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(task=st.text(max_size=40), answer=st.text(min_size=1, max_size=40))
 def test_any_run_exports_to_the_schema_and_keeps_its_words_out(task: str, answer: str) -> None:
     events: list[dict[str, Any]] = []

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from morning_plan import PLAN, ROOT, SHOP, turn
+from strength import examples
 
 from sovereign_agent.documents import build_document_tools
 from sovereign_agent.loop import run_task
@@ -359,7 +360,9 @@ RECORDED = [_recorded(PLAN), _recorded(PLAN[:1])]
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(text=trace_lines())
 def test_any_trace_text_exits_0_1_or_2_with_one_error_line(tmp_path: Path, text: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from morning_plan import CHAPTER_3, PLAN, ROOT, SHOP, ask, turn
+from strength import examples
 
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
@@ -319,7 +320,7 @@ replies = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     script=st.lists(replies, max_size=6),
     max_steps=st.integers(1, 5),

@@ -25,6 +25,7 @@ from provider_stub import (
     openai_text,
     openai_tool_calls,
 )
+from strength import examples
 
 from sovereign_agent import redaction
 from sovereign_agent.loop import StopReason, run_task
@@ -182,7 +183,7 @@ def test_only_variables_named_for_secrets_and_long_enough_are_secrets() -> None:
     assert secrets_from_env(environ) == ("sk-0123456789", "ghp_abcdefgh")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     secret=st.text(min_size=MIN_SECRET_FRAGMENT, max_size=40).filter(lambda s: s.strip() == s),
     before=st.text(max_size=20),
@@ -313,7 +314,7 @@ def lines_quoting(draw: st.DrawFn, secrets: list[str]) -> bytes:
     return line
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data(), secrets=SECRETS)
 def test_the_anchor_search_answers_as_the_plain_fragment_search(
     data: st.DataObject, secrets: list[str]
@@ -322,7 +323,7 @@ def test_the_anchor_search_answers_as_the_plain_fragment_search(
     assert holds_secret(line, secrets) == holds_a_fragment(line, secrets)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     secret=st.text(CHARACTERS, min_size=MIN_SECRET_FRAGMENT, max_size=24),
     before=st.text(CHARACTERS, max_size=10),
@@ -336,7 +337,7 @@ def test_a_secret_of_any_characters_is_found_in_a_line_either_encoder_wrote(
     assert holds_secret(line, [secret])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=st.text(CHARACTERS, max_size=40), cut=st.integers(0, len(KEY)), flip=st.booleans())
 def test_the_trace_and_the_clients_hide_a_key_by_one_rule(text: str, cut: int, flip: bool) -> None:
     quoted = KEY.swapcase() if flip else KEY

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from morning_plan import CHAPTER_3, PLAN, ROOT, SHOP, ask, turn
+from strength import examples
 
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage
@@ -231,7 +232,7 @@ def test_the_page_shows_hostile_text_and_runs_none_of_it(tmp_path: Path) -> None
     assert sorted(path.name for path in tmp_path.iterdir()) == ["hostile.jsonl", "run.html"]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(task=st.text(max_size=60), answer=st.text(max_size=60))
 def test_any_text_in_a_run_is_escaped_on_the_page(task: str, answer: str) -> None:
     events: list[dict[str, Any]] = []
