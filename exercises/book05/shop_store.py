@@ -204,7 +204,8 @@ def schema_mismatch(
     expected_keys = {(kind, name) for kind, name, _, _ in expected}
     for kind, name, table, _ in found:
         if (kind, name) not in expected_keys:
-            return f"it has a {kind} {name!r} (on {table!r}) that no migration makes"
+            on = "" if table == name else f" on {table!r}"
+            return f"it has a {kind} {name!r}{on} that no migration makes"
     return None
 
 
@@ -239,7 +240,8 @@ def check_file(connection: sqlite3.Connection, path: str) -> int:
     except sqlite3.DatabaseError as error:
         raise NotAStore(f"{path} is not a readable SQLite database ({error})") from None
     if damage != ["ok"]:
-        raise NotAStore(f"{path} is damaged: {damage[0]}")
+        # quick_check's first report can run over several lines; a refusal is one.
+        raise NotAStore(f"{path} is damaged: {' '.join(damage[0].split())}")
     return version
 
 

@@ -139,7 +139,7 @@ def test_a_trigger_that_rewrites_prices_after_a_delivery_is_refused(tmp_path: Pa
         believed.execute("INSERT INTO deliveries (sku, tubs) VALUES ('SKU-VANILLA', 7)")
         assert read_price(believed, "SKU-VANILLA") == 99999
     message = refused(path)
-    assert message.endswith("it has a trigger 'markup' (on 'deliveries') that no migration makes")
+    assert message.endswith("it has a trigger 'markup' on 'deliveries' that no migration makes")
 
 
 @pytest.mark.parametrize(
@@ -238,9 +238,7 @@ def test_a_negative_version_is_not_a_store(tmp_path: Path, version: int) -> None
 
 def test_a_version_0_file_with_the_stores_mark_and_a_table_is_refused(tmp_path: Path) -> None:
     message = refused(planted(tmp_path / "zero.db", ["CREATE TABLE notes (text TEXT)"], version=0))
-    assert message.endswith(
-        "at version 0: it has a table 'notes' (on 'notes') that no migration makes"
-    )
+    assert message.endswith("at version 0: it has a table 'notes' that no migration makes")
 
 
 def test_a_newer_file_is_still_refused_for_its_version_before_its_schema(tmp_path: Path) -> None:
@@ -341,6 +339,9 @@ def test_a_full_disk_during_seeding_is_a_one_line_store_error(tmp_path: Path) ->
 
 def test_a_really_full_small_disk_during_seeding_is_a_one_line_store_error() -> None:
     bwrap = require_executable("bwrap", install="sudo apt-get install bubblewrap")
+    usage = subprocess.run([bwrap, "--help"], capture_output=True, text=True, check=False)
+    if "--size" not in usage.stdout:
+        pytest.skip("this bubblewrap has no --size option, so it cannot make a small tmpfs")
     with tempfile.TemporaryDirectory() as folder:
         # A 128 KiB tmpfs of its own, in a mount namespace of its own: a disk
         # that really fills. The child leaves its file there; we copy it out.
