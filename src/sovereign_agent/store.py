@@ -18,8 +18,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
+from functools import cache
+from itertools import zip_longest
+from pathlib import Path
 from typing import Any
 
 from sovereign_agent.shop import (
@@ -36,6 +40,7 @@ from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
 
 __all__ = [
     "APPLICATION_ID",
+    "FILE_FAILURES",
     "MIGRATIONS",
     "MINIMUM_SQLITE",
     "RESERVATIONS_V2",
@@ -50,20 +55,26 @@ __all__ = [
     "check_file",
     "collect",
     "expect_delivery",
+    "expected_schema",
+    "first_different_line",
     "migrate",
     "move_tubs",
+    "open_for_writing",
     "open_store",
     "read_drafts",
+    "read_only",
     "read_price",
     "read_product",
     "read_products",
+    "read_schema",
     "receive_delivery",
     "refuse_below_zero",
     "reserve",
     "save_draft",
+    "schema_mismatch",
     "seed_store",
     "set_price",
-    "store_busy_on_timeout",
+    "store_errors",
     "store_quote",
     "supersede_stale_draft",
     "transaction",
@@ -117,35 +128,58 @@ class StoreBusy(StoreError, TimeoutError):
     """Another connection held the store's lock for longer than this one would wait."""
 
 
+# SQLite's primary result codes that blame the file or the disk, not the SQL:
+# no permission, read-only, a failed read or write, a full disk, a file that
+# cannot be opened.
+FILE_FAILURES = frozenset(
+    {
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+    }
+)
+
+
 @contextmanager
-def store_busy_on_timeout(connection: sqlite3.Connection) -> Iterator[None]:
-    """SQLite's "database is locked" as StoreBusy: a TimeoutError saying how long we waited."""
+def store_errors(connection: sqlite3.Connection, name: str = "its file") -> Iterator[None]:
+    """SQLite's complaints about the file, not the SQL, as one-line StoreErrors.
+
+    A lock held too long is StoreBusy, a TimeoutError saying how long we
+    waited; a full disk or a failed read or write is a StoreError naming the
+    file. A broken rule (IntegrityError) or a mistake in a statement passes
+    through as it is: those are the caller's to see.
+    """
     try:
         yield
     except sqlite3.OperationalError as error:
         # An extended error code keeps its primary code in the low byte.
-        if error.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:
-            raise
-        waited = connection.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
-        raise StoreBusy(
-            f"another connection held the store's lock for more than {waited:g} s"
-        ) from None
+        code = error.sqlite_errorcode & 0xFF
+        if code == sqlite3.SQLITE_BUSY:
+            waited = connection.execute("PRAGMA busy_timeout").fetchone()[0] / 1000
+            raise StoreBusy(
+                f"another connection held the store's lock for more than {waited:g} s"
+            ) from None
+        if code in FILE_FAILURES:
+            raise StoreError(f"the store cannot use {name}: {error}") from None
+        raise
 
 
 @contextmanager
 def transaction(connection: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     """All of a change or none of it: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on any exception."""
-    # IMMEDIATE takes the write lock now, before the first read, so no other
-    # writer can change what this transaction reads before it writes.
-    with store_busy_on_timeout(connection):
+    with store_errors(connection):
+        # IMMEDIATE takes the write lock now, before the first read, so no other
+        # writer can change what this transaction reads before it writes.
         connection.execute("BEGIN IMMEDIATE")
-    try:
-        yield connection
-        connection.execute("COMMIT")
-    except BaseException:
-        if connection.in_transaction:
-            connection.execute("ROLLBACK")
-        raise
+        try:
+            yield connection
+            connection.execute("COMMIT")
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
 
 
 # Migration 2: every product also counts the tubs promised to customers and the
@@ -177,39 +211,106 @@ class NewerSchema(StoreError):
     """The file was migrated by newer code than this; running old code on it could lose data."""
 
 
+def read_schema(connection: sqlite3.Connection) -> tuple[tuple[Any, ...], ...]:
+    """Every table, index, view and trigger in the file, in the order they were made.
+
+    Each row is (type, name, table, sql): the sql as SQLite stored it, so the
+    same statements give the same text, whichever file they ran in.
+    """
+    rows = connection.execute("SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY rowid")
+    return tuple(tuple(row) for row in rows)
+
+
+@cache
+def expected_schema(migrations: tuple[tuple[str, ...], ...]) -> tuple[tuple[Any, ...], ...]:
+    """The schema these migrations make, worked out once per process in a database in memory.
+
+    A store file at version N was made by these same first N migrations, so
+    its schema is exactly this one: there is no difference to allow for.
+    """
+    with closing(sqlite3.connect(":memory:", isolation_level=None)) as memory:
+        memory.execute("PRAGMA foreign_keys = ON")  # as open_store runs them
+        for statements in migrations:
+            for statement in statements:
+                memory.execute(statement)
+        return read_schema(memory)
+
+
+def first_different_line(found: str | None, expected: str | None) -> str:
+    """Where two definitions part: the first line that differs, as the file has it, then ours."""
+    lines = zip_longest((found or "").splitlines(), (expected or "").splitlines(), fillvalue="")
+    for number, (line, wanted) in enumerate(lines, start=1):
+        if line != wanted:
+            return f"line {number} is {line.strip()!r}, not {wanted.strip()!r}"
+    return "the two differ only in how their lines end"
+
+
+def schema_mismatch(
+    found: tuple[tuple[Any, ...], ...], expected: tuple[tuple[Any, ...], ...]
+) -> str | None:
+    """The first way a file's schema differs from the store's, in one line; None if it does not."""
+    found_by_key = {(kind, name): row for kind, name, *row in found}
+    for kind, name, table, sql in expected:
+        if (kind, name) not in found_by_key:
+            other = next((row[0] for row in found if row[1] == name), None)
+            if other is not None:
+                return f"{name!r} is a {other}, where the store has a {kind}"
+            return f"it has no {kind} {name!r}"
+        found_table, found_sql = found_by_key[(kind, name)]
+        if found_sql != sql:
+            return f"its {kind} {name!r} is not the store's: {first_different_line(found_sql, sql)}"
+        if found_table != table:
+            return f"its {kind} {name!r} belongs to {found_table!r}, not {table!r}"
+    expected_keys = {(kind, name) for kind, name, _, _ in expected}
+    for kind, name, table, _ in found:
+        if (kind, name) not in expected_keys:
+            on = "" if table == name else f" on {table!r}"
+            return f"it has a {kind} {name!r}{on} that no migration makes"
+    return None
+
+
 def check_file(connection: sqlite3.Connection, path: str) -> int:
-    """The file's schema version, once it is known to be a shop store (or empty)."""
+    """The file's schema version, once it is known to be a shop store (or empty), rules and all.
+
+    Cheapest first: the header, then the schema, then every page. The schema
+    goes before the pages so that a file whose schema is not the store's is
+    refused before SQLite evaluates a single one of its expressions.
+    """
     try:
-        damage = [row[0] for row in connection.execute("PRAGMA quick_check")]
         version: int = connection.execute("PRAGMA user_version").fetchone()[0]
         application_id = connection.execute("PRAGMA application_id").fetchone()[0]
-        tables = connection.execute("SELECT count(*) FROM sqlite_schema").fetchone()[0]
+        schema = read_schema(connection)
+        if version == 0 and not schema:
+            return 0  # a new, empty file: migration 1 will make it a store
+        if application_id != APPLICATION_ID or version < 0:
+            raise NotAStore(f"{path} is a SQLite database, but not a shop store")
+        if version > len(MIGRATIONS):
+            raise NewerSchema(
+                f"{path} has schema version {version}; this code knows versions up to "
+                f"{len(MIGRATIONS)}. Upgrade the code; never downgrade the file."
+            )
+        # The header is only a claim: the tables, rules and triggers must be
+        # exactly those that the first `version` migrations make.
+        difference = schema_mismatch(schema, expected_schema(MIGRATIONS[:version]))
+        if difference is not None:
+            raise NotAStore(f"{path} is not a shop store at version {version}: {difference}")
+        damage = [row[0] for row in connection.execute("PRAGMA quick_check")]
     except sqlite3.OperationalError:
         raise  # a locked file is not a damaged one
     except sqlite3.DatabaseError as error:
         raise NotAStore(f"{path} is not a readable SQLite database ({error})") from None
     if damage != ["ok"]:
-        raise NotAStore(f"{path} is damaged: {damage[0]}")
-    if version == 0 and tables == 0:
-        return 0  # a new, empty file: migration 1 will make it a store
-    if application_id != APPLICATION_ID:
-        raise NotAStore(f"{path} is a SQLite database, but not a shop store")
-    if version > len(MIGRATIONS):
-        raise NewerSchema(
-            f"{path} has schema version {version}; this code knows versions up to "
-            f"{len(MIGRATIONS)}. Upgrade the code; never downgrade the file."
-        )
+        # quick_check's first report can run over several lines; a refusal is one.
+        raise NotAStore(f"{path} is damaged: {' '.join(damage[0].split())}")
     return version
 
 
-def migrate(connection: sqlite3.Connection) -> int:
+def migrate(connection: sqlite3.Connection, path: str) -> int:
     """Run the migrations the file lacks, all in one transaction, and return the new version."""
     with transaction(connection):
-        # Read again under the write lock: another process may have migrated
-        # the file since we last looked.
-        version = connection.execute("PRAGMA user_version").fetchone()[0]
-        if version > len(MIGRATIONS):
-            raise NewerSchema(f"another process migrated the file to version {version} meanwhile")
+        # Check again under the write lock: another process may have migrated
+        # the file, or put another file in its place, since we last looked.
+        version = check_file(connection, path)
         for statements in MIGRATIONS[version:]:
             for statement in statements:
                 connection.execute(statement)
@@ -218,34 +319,71 @@ def migrate(connection: sqlite3.Connection) -> int:
     return len(MIGRATIONS)
 
 
+def read_only(path: str, timeout: float) -> sqlite3.Connection | None:
+    """A connection that can read the file at `path`, never write it; None if there is no file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return None  # the connection that writes will create the file
+    except OSError as error:
+        raise StoreError(f"cannot open {path}: {error.strerror}") from None
+    if not stat.S_ISREG(mode):
+        raise StoreError(f"cannot open {path}: a store is a regular file, and this is not one")
+    # mode=ro: the file cannot change while we check it, not even by the
+    # checkpoint that closing the last writer of a WAL file would run.
+    uri = f"{Path(path).absolute().as_uri()}?mode=ro"
+    try:
+        return sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None)
+    except sqlite3.OperationalError as error:
+        raise StoreError(f"cannot open {path}: {error}") from None
+
+
+def open_for_writing(path: str, timeout: float, version: int) -> sqlite3.Connection:
+    """The store's own connection to a file already checked at `version`, migrated if it lags."""
+    try:
+        # isolation_level=None: the sqlite3 module never begins a transaction on
+        # its own, on Python 3.11 and 3.12+ alike; `transaction` begins them all.
+        connection = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+    except sqlite3.OperationalError as error:
+        raise StoreError(f"cannot open {path}: {error}") from None
+    try:
+        with store_errors(connection, path):
+            connection.row_factory = sqlite3.Row
+            # Off by default, and set per connection: without it REFERENCES is decoration.
+            connection.execute("PRAGMA foreign_keys = ON")
+            # Write-ahead logging lets readers go on while a writer commits. It
+            # is a property of the file, set before migration 1 first writes it.
+            if connection.execute("PRAGMA journal_mode = WAL").fetchone()[0] != "wal":
+                raise StoreError(f"{path} cannot use write-ahead logging, which the store needs")
+            connection.execute("PRAGMA synchronous = FULL")
+            if version < len(MIGRATIONS):
+                migrate(connection, path)
+    except BaseException:
+        connection.close()
+        raise
+    return connection
+
+
 def open_store(path: str | os.PathLike[str], *, timeout: float = 5.0) -> sqlite3.Connection:
     """Open Lucy's store, creating or migrating it; refuse a file it cannot use as it is."""
     if sqlite3.sqlite_version_info < MINIMUM_SQLITE:
         raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old: STRICT tables need 3.37")
     name = os.fspath(path)
+    if "\0" in name:
+        raise StoreError(f"cannot open {name!r}: a file name cannot hold a NUL character")
+    # Every check comes before the first write, through a connection that cannot write.
+    reader = read_only(name, timeout)
     try:
-        # isolation_level=None: the sqlite3 module never begins a transaction on
-        # its own, on Python 3.11 and 3.12+ alike; `transaction` begins them all.
-        connection = sqlite3.connect(name, timeout=timeout, isolation_level=None)
-    except sqlite3.OperationalError as error:
-        raise StoreError(f"cannot open {name}: {error}") from None
-    try:
-        with store_busy_on_timeout(connection):
-            connection.row_factory = sqlite3.Row
-            # Off by default, and set per connection: without it REFERENCES is decoration.
-            connection.execute("PRAGMA foreign_keys = ON")
-            version = check_file(connection, name)
-            # Write-ahead logging lets readers go on while a writer commits. It
-            # is a property of the file, set before migration 1 first writes it.
-            if connection.execute("PRAGMA journal_mode = WAL").fetchone()[0] != "wal":
-                raise StoreError(f"{name} cannot use write-ahead logging, which the store needs")
-            connection.execute("PRAGMA synchronous = FULL")
-            if version < len(MIGRATIONS):
-                migrate(connection)
-    except BaseException:
-        connection.close()
-        raise
-    return connection
+        version = 0
+        if reader is not None:
+            with store_errors(reader, name):
+                version = check_file(reader, name)
+        return open_for_writing(name, timeout, version)
+    finally:
+        # Closed only once the writer has opened the file, so that the writer
+        # finds the write-ahead log's index already built, and skips building it.
+        if reader is not None:
+            reader.close()
 
 
 def read_products(connection: sqlite3.Connection) -> list[dict[str, Any]]:

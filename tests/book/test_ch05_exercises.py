@@ -105,7 +105,8 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
             "ex2_one_open_draft",
         },
     ),
-    # Exercise 2: SCHEMA_V1 edited instead of a migration appended: old files stay at 1.
+    # Exercise 2: SCHEMA_V1 edited instead of a migration appended: old files stay at 1,
+    # and, their schema no longer being the one the edited migration 1 makes, are refused.
     "schema_v1_edited": (
         [
             (
@@ -122,6 +123,7 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
             "ex2_version_1_file_kept",
             "ex2_one_open_draft",
             "ex2_cancel",
+            "ex2_cancel_nothing_open",
             "ex2_newer_refused",
         },
     ),
