@@ -1,10 +1,45 @@
-"""Settings shared by every test: Hypothesis's strength (see strength.py)."""
+"""Settings every test shares: Hypothesis's strength, and which tests are slow.
+
+`uv run pytest -m "not slow"` is the quick tier a developer runs after each
+change; `uv run pytest` runs everything, as CI does.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
 from strength import FULL, examples
 
 # Tests that name no example count get Hypothesis's default at full strength.
 settings.register_profile("quick", max_examples=examples(100))
 settings.load_profile("default" if FULL else "quick")
+
+TESTS = Path(__file__).resolve().parent
+
+# Whole files whose every test grades submissions in sandboxes, builds or
+# browses the website, runs notebooks, or verifies the real book end to end:
+# each costs seconds to minutes, so they are the full suite's, not the quick
+# tier's. Individual slow tests elsewhere carry @pytest.mark.slow themselves.
+SLOW_FILES = (
+    "book/test_ch0*_exercises.py",
+    "book/test_exercise_grading.py",
+    "book/test_new_chapter.py",
+    "bookproof/test_grade_cli.py",
+    "bookproof/test_grade_gradescope*.py",
+    "bookproof/test_grade_hostile.py",
+    "bookproof/test_grade_isolation.py",
+    "bookproof/test_notebooks_execute.py",
+    "site/test_site_browser.py",
+    "site/test_site_build.py",
+    "test_benchmarks_run.py",
+    "test_packaging.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        relative = item.path.relative_to(TESTS) if item.path.is_relative_to(TESTS) else None
+        if relative is not None and any(relative.match(pattern) for pattern in SLOW_FILES):
+            item.add_marker(pytest.mark.slow)
