@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,6 +19,7 @@ from bookproof.verify.execute import (
     run_listings,
     stop_all,
 )
+from bookproof.verify.isolation import Isolation
 from bookproof.verify.judge import ChapterJob, judge_chapter
 from bookproof.verify.manifest import ManifestChapter
 from bookproof.verify.verdict import ChapterVerdict
@@ -53,6 +55,7 @@ def verify_chapters(
     *,
     parallel: int,
     timeout: float,
+    isolation: Isolation,
     on_done: Callable[[ChapterVerdict], None],
 ) -> list[tuple[ChapterJob, ChapterVerdict]]:
     """Parse and verify every chapter; at most `parallel` child processes run at once.
@@ -82,7 +85,10 @@ def verify_chapters(
             checkpoint = runs.checkpoint.result() if runs.checkpoint else None
             learner = runs.learner.result() if runs.learner else None
             seconds = sum(run.seconds for run in (listings, checkpoint, learner) if run)
-            verdict = judge_chapter(job, listings, checkpoint, learner, seconds)
+            verdict = dataclasses.replace(
+                judge_chapter(job, listings, checkpoint, learner, seconds),
+                isolation=isolation.mode,
+            )
         except BaseException as error:  # a verifier defect must surface, never vanish
             with lock:
                 errors.append(error)
@@ -111,15 +117,17 @@ def verify_chapters(
             runs = _ChapterRuns()
             if entry is not None and not problems:
                 assert entry.checkpoint is not None and entry.learner is not None
-                runs.checkpoint = pool.submit(run_checkpoint, entry.checkpoint, timeout)
-                runs.learner = pool.submit(import_learner, entry.learner, timeout)
+                runs.checkpoint = pool.submit(run_checkpoint, entry.checkpoint, timeout, isolation)
+                runs.learner = pool.submit(import_learner, entry.learner, timeout, isolation)
             chapter = read_chapter(path)
             jobs[position] = ChapterJob(chapter=chapter, entry=entry)
             problems.extend(chapter.problems)
             # After a format error nothing more is started: the run ends with
             # exit status 2 once every chapter's problems are known.
             if chapter.listings and not problems:
-                runs.listings = pool.submit(run_listings, chapter.path, chapter.listings, timeout)
+                runs.listings = pool.submit(
+                    run_listings, chapter.path, chapter.listings, timeout, isolation
+                )
             started = runs.futures()
             submitted.extend(started)
             with lock:
