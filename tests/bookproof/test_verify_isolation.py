@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -34,6 +35,7 @@ _FIND_VERIFIER = f'''\
 ```python
 import contextlib
 import os
+import shutil
 import signal
 
 
@@ -269,3 +271,50 @@ def test_auto_isolates_where_bubblewrap_works(tmp_path: Path) -> None:
 def test_help_documents_the_isolation_option() -> None:
     completed = verify("--help")
     assert "--isolation {auto,bwrap,none}" in completed.stdout
+
+
+_REPORT_VIEW = """
+import os as _os
+
+with open(_os.environ["SANDBOX_VIEW"], "a") as _view:
+    _view.write(f"{__name__} {_os.getppid()}\\n")
+"""
+
+
+@pytest.mark.parametrize("isolation", ["none", "bwrap"])
+def test_the_checkpoint_and_the_learner_import_run_in_the_same_isolation(
+    tmp_path: Path, isolation: str
+) -> None:
+    """Each writes down its parent's pid as it sees it: 1, the sandbox's first process,
+    only when isolated; the report says the same."""
+    if isolation == "bwrap":
+        needs_bubblewrap()
+    book = tmp_path / "book_good"
+    shutil.copytree(FIXTURES / "book_good", book)
+    textbook = book / "book" / "textbook"
+    for name in (
+        "checkpoints/fixture_ch01_counting_tubs_checkpoint.py",
+        "learner/fixture_ch01_counting_tubs_learner.py",
+    ):
+        with (textbook / name).open("a", encoding="utf-8") as code:
+            code.write(_REPORT_VIEW)
+    view = tmp_path / "view"
+    env = {**os.environ, "SANDBOX_VIEW": str(view)}
+    completed, report = verify_bounded(
+        tmp_path,
+        "--textbook",
+        "--manifest",
+        textbook / "book.toml",
+        "--isolation",
+        isolation,
+        env=env,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    seen = sorted(line.split() for line in view.read_text(encoding="utf-8").splitlines())
+    assert [name for name, _ in seen] == ["__main__", "learner_under_test"]
+    parents = {int(parent) for _, parent in seen}
+    if isolation == "bwrap":
+        assert parents == {1}
+    else:
+        assert 1 not in parents
+    assert [c["isolation"] for c in report["chapters"]] == [isolation]
