@@ -14,8 +14,9 @@ its own PID namespace, in which the verifier and every other process of the
 machine do not exist, and its own network namespace, in which only loopback
 is up: a listing's own server on 127.0.0.1 works, nothing outside does. The
 file system is the machine's, read-only, except /tmp (shared with the
-machine, where the chapters make their temporary folders), a private /dev,
-and an empty /run (where the machine's services keep their Unix sockets).
+machine, where the chapters make their temporary folders), the repository and
+the virtual environment (writable, as for a reader's own script), a private
+/dev, and an empty /run (where the machine's services keep their Unix sockets).
 
 Inside the sandbox the first process (PID 1) is `_HOLDER`, a few lines of
 Python that start the real command and wait for it. It is there for two
@@ -115,7 +116,8 @@ class Isolation:
             return (
                 "every chapter ran offline, isolated: each run in a bubblewrap sandbox with its "
                 "own PID and network namespaces (no signal reaches the verifier, no connection "
-                "leaves the sandbox), the file system read-only outside /tmp"
+                "leaves the sandbox), the file system read-only outside /tmp, the repository "
+                "and the virtual environment"
             )
         return (
             f"NOT isolated ({self.reason}): book code ran as this user beside the verifier; "
@@ -166,12 +168,20 @@ def _bwrap() -> str:
 
 
 def _writable() -> tuple[str, ...]:
-    """/tmp, and the temporary folder the environment names, when it is elsewhere."""
+    """Where book code may write: /tmp (and the temporary folder the environment
+    names), the repository and the virtual environment, as a reader's own script
+    may. The last two also because Python caches compiled modules beside their
+    sources: read-only, every run would compile the runtime and pydantic anew."""
     places = ["/tmp"]
-    custom = os.environ.get("TMPDIR")
-    if custom and os.path.isdir(custom) and os.path.realpath(custom) != "/tmp":
-        places.append(os.path.realpath(custom))
-    return tuple(places)
+    for place in (os.environ.get("TMPDIR"), str(REPO_ROOT), sys.prefix):
+        if place and os.path.isdir(place):
+            places.append(os.path.realpath(place))
+    # A place inside another needs no bind of its own (the venv in the repository).
+    return tuple(
+        place
+        for place in dict.fromkeys(places)
+        if not any(place.startswith(other + os.sep) for other in places)
+    )
 
 
 def _bwrap_prefix(setenv: Sequence[tuple[str, str]]) -> list[str]:
