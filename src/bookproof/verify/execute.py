@@ -326,7 +326,12 @@ def run_listings(
     open_streams = {channel, errors}
     while not replies.done and stopped is None:
         remaining = deadline - time.monotonic()
-        ready, _, _ = select.select(list(open_streams), [], [], max(min(remaining, _POLL_S), 0))
+        wakers = child.wakers()
+        ready, _, _ = select.select(
+            [*open_streams, *wakers], [], [], max(min(remaining, _POLL_S), 0)
+        )
+        # The status pipe only wakes this loop when the worker ends; child.poll() reads it.
+        ready = [descriptor for descriptor in ready if descriptor not in wakers]
         for descriptor in ready:
             chunk = os.read(descriptor, 65536)
             if not chunk:
@@ -413,7 +418,10 @@ def _run_process(command: list[str], timeout: float, isolation: Isolation) -> Pr
             # around a sandbox: what is already there is read, no more.
             deadline = min(deadline, now + _DRAIN_S)
         wait = 0.0 if exited else min(deadline - now, _POLL_S)
-        ready, _, _ = select.select(list(sinks), [], [], wait)
+        # The status pipe wakes the select when the command ends; poll() reads it.
+        wakers = [] if exited else child.wakers()
+        ready, _, _ = select.select([*sinks, *wakers], [], [], wait)
+        ready = [descriptor for descriptor in ready if descriptor in sinks]
         if exited and not ready:
             break
         for descriptor in ready:

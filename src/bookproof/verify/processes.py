@@ -98,6 +98,11 @@ class Child:
         assert self.process.stderr is not None
         return self.process.stderr
 
+    def wakers(self) -> list[int]:
+        """Descriptors to add to a `select` so that it returns when the command ends: the
+        status pipe of a sandbox, whose bwrap holds the run's output pipes open."""
+        return [self.status_fd] if self.isolated and self.status_fd >= 0 else []
+
     def poll(self) -> int | None:
         """The command's exit status once it has ended (negative: killed by that signal)."""
         if not self.isolated:
