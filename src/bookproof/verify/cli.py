@@ -2,7 +2,8 @@
 
 Exit status: 0 when everything verified holds, 1 when anything failed,
 2 for a usage error (unknown flag, missing file, malformed manifest or
-chapter, a file named by the manifest missing).
+chapter, a file named by the manifest missing, `--isolation bwrap` where
+bubblewrap cannot run).
 """
 
 from __future__ import annotations
