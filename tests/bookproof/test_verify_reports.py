@@ -83,7 +83,9 @@ def test_long_outputs_are_quoted_up_to_a_bound_with_the_size_left_out(tmp_path: 
 def test_the_json_report_keeps_its_shape(tmp_path: Path) -> None:
     # Other tools (the site builder) read these keys; a change here is a change for them.
     _, document, _ = run_reports(tmp_path, CONTROL)
-    assert sorted(document) == ["chapters", "exit_status", "ok", "planned", "summary"]
+    assert sorted(document) == ["chapters", "exit_status", "isolation", "ok", "planned", "summary"]
+    assert sorted(document["isolation"]) == ["mode", "reason", "statement"]
+    assert document["isolation"]["mode"] in ("bwrap", "none")
     (chapter,) = document["chapters"]
     assert sorted(chapter) == [
         "blocks",
@@ -92,6 +94,7 @@ def test_the_json_report_keeps_its_shape(tmp_path: Path) -> None:
         "exercises",
         "failures",
         "file",
+        "isolation",
         "learner",
         "listings",
         "number",

@@ -18,6 +18,7 @@ from site_building import (
     page,
     replace_in,
 )
+from system_components import require_executable
 from verifying import verify
 
 pytestmark = pytest.mark.slow  # each build verifies a book and runs Sphinx
@@ -110,6 +111,92 @@ def test_each_chapter_says_how_many_listings_were_verified_and_when(built: Path)
     assert "3 of 3 listings ran" in banner.get_text()
     assert "The checkpoint's output and the learner file were checked too." in banner.get_text()
     assert one(banner, ".verified-at").get_text().endswith(" UTC")
+
+
+def test_each_chapter_says_its_code_ran_isolated_when_it_did(built: Path) -> None:
+    require_executable("bwrap", install="sudo apt-get install bubblewrap")
+    for chapter in (CH01_PAGE, CH02_PAGE):
+        banner = one(page(built, chapter), "article #verification")
+        assert one(banner, ".verified-isolation").get_text() == (
+            "Its code ran offline, isolated: in sandboxes with no network and no sight of "
+            "the verifier."
+        )
+    index = one(page(built, "index.html"), ".verification-banner")
+    assert "The code of every chapter ran offline, isolated, in sandboxes of its own." in (
+        index.get_text()
+    )
+
+
+def test_a_book_verified_without_isolation_says_so_on_every_page(tmp_path: Path) -> None:
+    root = copy_fixture_book(tmp_path)
+    report = tmp_path / "report.json"
+    verified = verify(
+        "--textbook", "--manifest", manifest_of(root), "--isolation", "none", "--json", report
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    completed = build(manifest_of(root), tmp_path / "site", "--report", report)
+    assert completed.returncode == 0, completed.stderr
+    html = tmp_path / "site" / "html"
+    for chapter in (CH01_PAGE, CH02_PAGE):
+        banner = one(page(html, chapter), "article #verification")
+        assert "ran without isolation (no sandbox was available)" in banner.get_text()
+        assert "isolated:" not in banner.get_text()
+    index = one(page(html, "index.html"), ".verification-banner")
+    assert "2 of the 2 chapters ran without isolation" in index.get_text()
+
+
+def test_recall_answers_stay_a_collapsed_details_block(built: Path) -> None:
+    details = one(page(built, CH01_PAGE), "article details")
+    assert one(details, "summary").get_text() == "Answers"
+    assert "a freezer holding more than the target needs zero tubs" in details.get_text()
+
+
+HOSTILE_TITLE = "<script>alert(1)</script> & <b>Lucy</b> *shop* {x}"
+
+
+def test_the_book_title_is_shown_as_text_whatever_it_holds(tmp_path: Path) -> None:
+    root = copy_fixture_book(tmp_path)
+    replace_in(manifest_of(root), 'title = "Fixture shop"', f"title = {json.dumps(HOSTILE_TITLE)}")
+    out = tmp_path / "site"
+    completed = build(manifest_of(root), out)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    index = page(out / "html", "index.html")
+    assert one(index, "article h1").get_text().rstrip("#¶ ") == HOSTILE_TITLE
+    assert one(index, "title").get_text().startswith(HOSTILE_TITLE)
+    assert one(index, ".sidebar-brand-text").get_text().strip() == HOSTILE_TITLE
+    for built_page in (out / "html").rglob("*.html"):
+        text = built_page.read_text(encoding="utf-8")
+        assert "<script>alert(1)" not in text, built_page
+    assert not index.select("article script")
+
+
+def test_raw_html_in_a_chapter_fails_the_build_naming_file_and_line(tmp_path: Path) -> None:
+    root = copy_fixture_book(tmp_path)
+    replace_in(
+        root / CHAPTER_2,
+        "Chapter 1 counted",
+        '<img src=x onerror="alert(1)">\n\nPrices <span onclick="alert(2)">too</span>.\n\n'
+        "Chapter 1 counted",
+    )
+    out = tmp_path / "site"
+    completed = build(manifest_of(root), out)
+    assert completed.returncode == 1, completed.stdout + completed.stderr
+    assert "only <details> and <summary>, without attributes, may be written as HTML" in (
+        completed.stderr
+    )
+    block_line = (root / CHAPTER_2).read_text(encoding="utf-8").splitlines().index(
+        '<img src=x onerror="alert(1)">'
+    ) + 1
+    chapter = root / CHAPTER_2
+    assert (
+        f"{chapter}:{block_line}: raw HTML is not allowed here: "
+        "'<img src=x onerror=\"alert(1)\">'" in completed.stderr
+    )
+    assert (
+        f"{chapter}:{block_line + 2}: raw HTML is not allowed here: "
+        "'<span onclick=\"alert(2)\">'" in completed.stderr
+    )
+    assert not (out / "html" / "index.html").exists()
 
 
 def test_mentions_of_chapters_sections_listings_and_exercise_books_are_links(

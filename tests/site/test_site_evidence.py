@@ -61,6 +61,7 @@ def test_a_number_written_as_text_is_refused_not_converted(tmp_path: Path) -> No
         "checkpoint": "ok",
         "learner": "ok",
         "failures": [],
+        "isolation": "bwrap",
     }
     path.write_text(json.dumps({"chapters": [chapter]}), encoding="utf-8")
     with pytest.raises(ReportError, match=r"chapters\.0\.number"):
@@ -73,3 +74,28 @@ def test_a_deeply_nested_report_is_refused_with_a_report_error(tmp_path: Path, d
     path.write_text('{"chapters": ' + "[" * depth + "]" * depth + "}", encoding="utf-8")
     with pytest.raises(ReportError, match="nested too deeply"):
         load_report(path)
+
+
+def test_a_report_that_does_not_say_how_the_code_ran_is_refused(tmp_path: Path) -> None:
+    """The site states the isolation on every chapter: it never guesses it."""
+    path = tmp_path / "report.json"
+    chapter = {
+        "file": "ch01.md",
+        "number": 1,
+        "ok": True,
+        "listings": {"passed": 0, "total": 0},
+        "blocks": [],
+        "checkpoint": "ok",
+        "learner": "ok",
+        "failures": [],
+    }
+    path.write_text(json.dumps({"chapters": [chapter]}), encoding="utf-8")
+    with pytest.raises(ReportError, match=r"chapters\.0\.isolation: Field required"):
+        load_report(path)
+    chapter["isolation"] = "container"
+    path.write_text(json.dumps({"chapters": [chapter]}), encoding="utf-8")
+    with pytest.raises(ReportError, match=r"chapters\.0\.isolation"):
+        load_report(path)
+    chapter["isolation"] = "none"
+    path.write_text(json.dumps({"chapters": [chapter]}), encoding="utf-8")
+    assert load_report(path).chapters[0].isolation == "none"

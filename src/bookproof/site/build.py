@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import html
 import io
 import re
 import shutil
@@ -249,7 +250,9 @@ def sphinx_configuration(site: SiteData) -> dict[str, Any]:
         # works in the repository and on the site alike.
         "myst_heading_anchors": 3,
         "html_theme": "furo",
-        "html_title": site.title,
+        # Sphinx puts html_title into pages as HTML (the theme's brand): the
+        # book's title is text, whatever characters it holds.
+        "html_title": html.escape(site.title),
         "html_static_path": [str(STATIC)],
         "html_css_files": ["book.css"],
         "html_favicon": str(STATIC / "favicon.svg"),

@@ -7,7 +7,8 @@ that says what to do, when it:
 - lacks a field the site needs (only the documented fields of the report are
   read: `chapters[].file`, `number`, `ok`, `listings`, `blocks[]` with
   `line`, `output_line`, `mode`, `status`, `checkpoint`, `learner`,
-  `failures[]` with `file`, `line`, `message`);
+  `failures[]` with `file`, `line`, `message`, and `isolation`, which the
+  site states on every chapter's banner);
 - has no entry for a drafted chapter, or names another file for it;
 - is stale: its listings are not where the chapter has them now, or a file the
   chapter's verification depends on (the chapter, its checkpoint, its learner
@@ -86,6 +87,7 @@ class _Chapter(_Model):
     checkpoint: str
     learner: str
     failures: tuple[_Failure, ...]
+    isolation: Literal["bwrap", "none"]
 
 
 class _Report(_Model):
@@ -110,6 +112,7 @@ class ChapterEvidence:
     checkpoint: str  # "ok", or "not checked" for a chapter without a checkpoint
     learner: str  # "ok", or "none"
     verified_at: dt.datetime
+    isolation: Literal["bwrap", "none"] = "none"  # how its code ran: in a sandbox, or not
 
 
 def load_report(path: Path) -> _Report:
@@ -199,6 +202,7 @@ def check_report(
             checkpoint=entry.checkpoint,
             learner=entry.learner,
             verified_at=verified_at,
+            isolation=entry.isolation,
         )
     if not_holding:
         raise ChaptersDoNotHold(not_holding)

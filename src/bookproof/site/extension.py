@@ -8,7 +8,9 @@ The directives read the info string exactly as the verifier does
 and one it only shows is shown. Each listing is matched, by line, to what the
 verifier proved about it; a listing the report does not know stops the build.
 
-After a page is read, its section headings "N.M ..." get stable anchors
+After a page is read, its raw HTML is checked (`bookproof.site.rawhtml`: only
+`<details>` and `<summary>`, bare, may pass; anything else stops the build,
+naming file and line), its section headings "N.M ..." get stable anchors
 (`#section-N-M`), a verification banner goes under the chapter's title, and
 mentions such as "chapter 3" or "section 2.8" become links, resolved once
 every page has been read.
@@ -28,11 +30,12 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from bookproof.site.rawhtml import refuse_raw_html
 from bookproof.site.sitedata import ChapterData, ListingData, SiteData, read_site_data
 from bookproof.site.xref import Mention, find_mentions
 from bookproof.verify.chapter import changes_of, classify_info
 
-__all__ = ["FENCE_DIRECTIVES", "BookReference", "format_time", "setup"]
+__all__ = ["FENCE_DIRECTIVES", "BookReference", "format_time", "isolation_sentence", "setup"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +61,19 @@ class BookReference(nodes.Inline, nodes.TextElement):
 
 def format_time(site: SiteData) -> str:
     return site.verified_at.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def isolation_sentence(isolation: str | None) -> str:
+    """How the verifier ran the code, said plainly either way."""
+    if isolation == "bwrap":
+        return (
+            "Its code ran offline, isolated: in sandboxes with no network and no sight of "
+            "the verifier."
+        )
+    return (
+        "Its code ran without isolation (no sandbox was available), as the verifier's "
+        "user and with the network in reach."
+    )
 
 
 def _site(env: BuildEnvironment) -> SiteData:
@@ -283,10 +299,19 @@ class BookVerification(SphinxDirective):
         listings = sum(len(c.listings) for c in drafted)
         planned = len(site.chapters) - len(drafted)
         commit = f" at commit {site.commit}" if site.commit else ""
+        isolated = sum(1 for c in drafted if c.isolation == "bwrap")
+        if isolated == len(drafted):
+            how = "The code of every chapter ran offline, isolated, in sandboxes of its own."
+        else:
+            how = (
+                f"{len(drafted) - isolated} of the {len(drafted)} chapters ran without "
+                "isolation (no sandbox was available), with the network in reach."
+            )
         sentences = [
             f"Every listing in this book was run by the book's verifier, and what it printed "
             f"compared with the page: {listings} listings in {len(drafted)} chapters, all "
             f"holding.",
+            how,
             f"Verified {format_time(site)}{commit}.",
         ]
         if planned:
@@ -455,7 +480,8 @@ def _insert_banner(site: SiteData, chapter: ChapterData, doctree: nodes.document
             "(or raised the exception they name)." + _checked_too(checked) + " Verified "
         ),
         nodes.inline("", format_time(site), classes=["verified-at"]),
-        nodes.Text(f"{commit}."),
+        nodes.Text(f"{commit}. "),
+        nodes.inline("", isolation_sentence(chapter.isolation), classes=["verified-isolation"]),
     )
     banner = nodes.container(
         "", paragraph, classes=["verification-banner", _NO_XREF], ids=["verification"]
@@ -549,6 +575,7 @@ def _mark_mentions(doctree: nodes.document) -> None:
 def _on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
     env = app.env
     docname = env.docname
+    refuse_raw_html(doctree)
     site = _site(env)
     chapter = site.chapter_for(docname)
     _number_sections(env, docname, chapter, doctree)

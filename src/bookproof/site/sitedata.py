@@ -48,6 +48,8 @@ class ChapterData(_Model):
     checkpoint: str | None = None
     learner: str | None = None
     exercise_book: str | None = None  # docname of the exercise book's page
+    # How the verifier ran its code: "bwrap" (a sandbox per run) or "none".
+    isolation: Literal["bwrap", "none"] | None = None
 
 
 class ExerciseBookData(_Model):

@@ -28,7 +28,7 @@ from bookproof.site.sitedata import (
 from bookproof.site.vocabulary import Term
 from bookproof.verify.figures import find_figures
 
-__all__ = ["GLOSSARY", "INDEX", "SourceError", "VersionInfo", "write_sources"]
+__all__ = ["GLOSSARY", "INDEX", "SourceError", "VersionInfo", "markdown_text", "write_sources"]
 
 INDEX = "index"
 GLOSSARY = "glossary"
@@ -92,6 +92,14 @@ def _heading_of(path: Path) -> str | None:
         if token.type == "heading_open" and token.tag == "h1":
             return tokens[index + 1].content.strip() or None
     return None
+
+
+def markdown_text(text: str) -> str:
+    """`text` as Markdown that shows exactly it: every ASCII punctuation mark
+    backslash-escaped (so `<script>` is text, never HTML, and `*` no emphasis),
+    and line breaks, which would end a heading, as spaces."""
+    flat = " ".join(text.split())
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", flat)
 
 
 def _fence(content: str, info: str) -> str:
@@ -172,9 +180,9 @@ def _glossary_page(terms: dict[int, tuple[Term, ...]], chapters: dict[int, Chapt
 def _index_page(site: SiteData) -> str:
     drafted = [c.docname for c in site.chapters if c.docname]
     books = [book.docname for book in site.exercise_books]
-    parts = [f"# {site.title}\n"]
+    parts = [f"# {markdown_text(site.title)}\n"]
     if site.subtitle:
-        parts.append(f"*{site.subtitle}*\n")
+        parts.append(f"*{markdown_text(site.subtitle)}*\n")
     parts.append(_fence("", "{book-verification}"))
     parts.append("## Chapters\n")
     parts.append(_fence("", "{book-chapters}"))
@@ -254,6 +262,7 @@ def write_sources(
                 checkpoint=proof.checkpoint,
                 learner=proof.learner,
                 exercise_book=book.docname if book else None,
+                isolation=proof.isolation,
             )
         )
     site = SiteData(

@@ -2,7 +2,8 @@
 
 Exit status: 0 when everything verified holds, 1 when anything failed,
 2 for a usage error (unknown flag, missing file, malformed manifest or
-chapter, a file named by the manifest missing).
+chapter, a file named by the manifest missing, `--isolation bwrap` where
+bubblewrap cannot run).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from bookproof.verify.chapter import ChapterError
 from bookproof.verify.environment import DEFAULT_MANIFEST, display_path
 from bookproof.verify.files import regular_file_problem, shown
+from bookproof.verify.isolation import CHOICES, Isolation, IsolationUnavailable, choose_isolation
 from bookproof.verify.manifest import Manifest, ManifestChapter, ManifestError, load_manifest
 from bookproof.verify.report import (
     construction_report,
@@ -104,6 +106,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="run up to N child processes at once, chapters in parallel (default: 1)",
     )
+    parser.add_argument(
+        "--isolation",
+        choices=CHOICES,
+        default="auto",
+        help="where book code runs: 'bwrap', each chapter's listings, checkpoint and learner "
+        "import in bubblewrap sandboxes with their own PID and network namespaces (no signal "
+        "reaches the verifier, no connection leaves); 'none', beside the verifier, as this "
+        "user; 'auto' (default), bwrap when it works here, else none. The report says which",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write a JSON report to PATH")
     parser.add_argument("--junit", type=Path, metavar="PATH", help="write a JUnit XML report")
     parser.add_argument(
@@ -146,6 +157,13 @@ def _targets(
     return targets
 
 
+def _isolation(choice: str) -> Isolation:
+    try:
+        return choose_isolation(choice)
+    except IsolationUnavailable as error:
+        raise UsageError(str(error)) from None
+
+
 def _update(results: Sequence[tuple[ChapterJob, ChapterVerdict]]) -> list[ChapterVerdict]:
     from bookproof.verify.update import UpdateRefused, update_chapter  # only --update pays
 
@@ -169,6 +187,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         manifest = _load_manifest(arguments)
         targets = _targets(arguments, manifest)
+        isolation = _isolation(arguments.isolation)
     except UsageError as error:
         print(f"verify-book: error: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -176,7 +195,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     out = sys.stdout
     print(
         f"verifying {len(targets)} chapter(s) (-j {arguments.jobs}, "
-        f"--timeout {arguments.timeout:g} s)",
+        f"--timeout {arguments.timeout:g} s, isolation {isolation.mode})",
         file=out,
         flush=True,
     )
@@ -189,6 +208,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             targets,
             parallel=arguments.jobs,
             timeout=arguments.timeout,
+            isolation=isolation,
             on_done=on_done,
             manifest=manifest,
         )
@@ -223,13 +243,21 @@ def run(argv: Sequence[str] | None = None) -> int:
         for verdict in verdicts:
             print(f"  {verdict.label}: {verdict.coverage.line()}", file=out)
     print("", file=out)
-    for line in construction_report(manifest, verdicts, textbook=arguments.textbook):
+    for line in construction_report(
+        manifest, verdicts, textbook=arguments.textbook, isolation=isolation
+    ):
         print(line, file=out)
 
     status = EXIT_FAILED if failures else EXIT_OK
     try:
         if arguments.json:
-            write_json(arguments.json, manifest if arguments.textbook else None, verdicts, status)
+            write_json(
+                arguments.json,
+                manifest if arguments.textbook else None,
+                verdicts,
+                status,
+                isolation,
+            )
         if arguments.junit:
             write_junit(arguments.junit, verdicts)
     except (OSError, ValueError) as error:

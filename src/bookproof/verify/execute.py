@@ -1,11 +1,12 @@
 """Running book code in child processes, each under a time limit, in bounded memory.
 
 Three kinds of run: a chapter's listings (in the worker, one process per
-chapter), a checkpoint script, and the import of a learner file. Whatever the
-code does (print gigabytes, write to every descriptor it holds, forge the
-worker's messages, fork a child that never exits), the verifier reads at most
-a bounded amount of it, ends the run by its time limit, and reports what went
-wrong at the listing or file that did it.
+chapter), a checkpoint script, and the import of a learner file, each in a
+sandbox of its own when the verification is isolated. Whatever the code does
+by accident (print gigabytes, write to every descriptor it holds, scribble on
+the worker's channel, fork a child that never exits), the verifier reads at
+most a bounded amount of it, ends the run by its time limit, and reports what
+went wrong at the listing or file that did it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,16 @@ from typing import Any, Literal
 from bookproof.verify.chapter import Listing
 from bookproof.verify.compose import worker_fields
 from bookproof.verify.environment import python_executable
-from bookproof.verify.processes import Head, Leftover, Tail, finish, start, stop_all
+from bookproof.verify.isolation import Isolation
+from bookproof.verify.processes import (
+    Head,
+    Leftover,
+    Tail,
+    finish,
+    host_pid,
+    start,
+    stop_all,
+)
 from bookproof.verify.worker import (
     EXIT_OWN_DESCRIPTORS,
     FRAME_HEADER_BYTES,
@@ -120,7 +130,11 @@ class _Tampered(Exception):
 
 
 class _Frames:
-    """Reads the worker's authenticated frames; anything else is tampering."""
+    """Reads the worker's keyed frames; anything else is a listing's stray write.
+
+    The key guards against accidents only: it lives in the worker, in the same
+    interpreter as the listings, where a listing written to find it can.
+    """
 
     def __init__(self, key: bytes) -> None:
         self._key = key
@@ -232,11 +246,13 @@ class _Replies:
         self.started = False
         self.done = False
         self.runs: list[ListingRun] = []
+        self.pid: int | None = None  # the worker's, as it sees itself
 
     def take(self, message: dict[str, Any]) -> None:
         event = message.get("event")
         if event == "ready" and not self.started:
             self.started = True
+            self.pid = _number(message.get("pid"), int)
         elif event == "result" and self.started and not self.done:
             self.runs.append(_listing_run(message, len(self.runs)))
         elif event == "done" and self.started and len(self.runs) == self.expected:
@@ -275,7 +291,9 @@ def _owner(runs: tuple[ListingRun, ...], leftover: Leftover) -> int:
     return owner
 
 
-def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> ListingsRun:
+def run_listings(
+    path: Path, listings: tuple[Listing, ...], timeout: float, isolation: Isolation
+) -> ListingsRun:
     """Run `listings` in one worker process; each listing gets `timeout` seconds."""
     began = time.perf_counter()
     key = secrets.token_bytes(32)
@@ -296,6 +314,7 @@ def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> L
         # `-c` rather than `-m`: runpy's import is a measurable share of start-up.
         [python_executable(), "-c", "from bookproof.verify.worker import main; main()"],
         stdin=subprocess.PIPE,
+        isolation=isolation,
     )
     assert child.process.stdin is not None
     try:
@@ -313,7 +332,12 @@ def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> L
     open_streams = {channel, errors}
     while not replies.done and stopped is None:
         remaining = deadline - time.monotonic()
-        ready, _, _ = select.select(list(open_streams), [], [], max(min(remaining, _POLL_S), 0))
+        wakers = child.wakers()
+        ready, _, _ = select.select(
+            [*open_streams, *wakers], [], [], max(min(remaining, _POLL_S), 0)
+        )
+        # The status pipe only wakes this loop when the worker ends; child.poll() reads it.
+        ready = [descriptor for descriptor in ready if descriptor not in wakers]
         for descriptor in ready:
             chunk = os.read(descriptor, 65536)
             if not chunk:
@@ -329,7 +353,7 @@ def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> L
                     stopped_kind = "crash"
                     stopped = (
                         "the listing wrote to the verifier's private channel, so nothing the "
-                        f"worker reported after it can be trusted ({error})"
+                        f"worker reported after it can be relied on ({error})"
                     )
         if replies.done or stopped is not None:
             break
@@ -337,7 +361,7 @@ def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> L
         # limit; and a process it forked may hold the channel open after the
         # worker died, so the worker itself is asked whenever nothing came.
         late = time.monotonic() >= deadline
-        status = child.process.poll() if late or not ready else None
+        status = child.poll() if late or not ready else None
         if status is not None:
             _drain(errors, stderr)
             tail = stderr.data.decode("utf-8", errors="replace")
@@ -351,8 +375,9 @@ def run_listings(path: Path, listings: tuple[Listing, ...], timeout: float) -> L
                 else f"the worker did not start within {timeout:g} s"
             )
     partial = ""
-    if stopped_kind == "timeout":
-        partial = _salvage_stdout(child.process.pid)
+    if stopped_kind == "timeout" and replies.pid is not None:
+        worker = host_pid(child, replies.pid)
+        partial = "" if worker is None else _salvage_stdout(worker)
     done = replies.done
     _, leftovers = finish(child, kill=not done)
     finished = tuple(replies.runs)
@@ -378,11 +403,11 @@ def _salvage_stdout(pid: int) -> str:
         return ""
 
 
-def _run_process(command: list[str], timeout: float) -> ProcessRun:
+def _run_process(command: list[str], timeout: float, isolation: Isolation) -> ProcessRun:
     """Run `command` to its end or its time limit, keeping the head of its stdout
     (it fails, and is stopped, past MAX_PROCESS_OUTPUT) and the tail of its stderr."""
     began = time.perf_counter()
-    child = start(command, stdin=subprocess.DEVNULL)
+    child = start(command, stdin=subprocess.DEVNULL, isolation=isolation)
     stdout, stderr = Head(MAX_PROCESS_OUTPUT), Tail(_STDERR_TAIL)
     sinks: dict[int, Head | Tail] = {child.stdout.fileno(): stdout, child.stderr.fileno(): stderr}
     deadline = time.monotonic() + timeout
@@ -390,13 +415,21 @@ def _run_process(command: list[str], timeout: float) -> ProcessRun:
     while sinks and not stdout.overflowed:
         now = time.monotonic()
         if now >= deadline:
-            timed_out = child.process.poll() is None
+            timed_out = child.poll() is None
             break
-        if child.process.poll() is not None:
-            # It exited, but a process it left behind may hold its pipes open
-            # (and keep writing): what is already there is read, no more.
+        exited = child.poll() is not None
+        if exited:
+            # It exited, so all it wrote is in its pipes; a process it left
+            # behind may hold them open (and keep writing), and so does bwrap
+            # around a sandbox: what is already there is read, no more.
             deadline = min(deadline, now + _DRAIN_S)
-        ready, _, _ = select.select(list(sinks), [], [], min(deadline - now, _POLL_S))
+        wait = 0.0 if exited else min(deadline - now, _POLL_S)
+        # The status pipe wakes the select when the command ends; poll() reads it.
+        wakers = [] if exited else child.wakers()
+        ready, _, _ = select.select([*sinks, *wakers], [], [], wait)
+        ready = [descriptor for descriptor in ready if descriptor in sinks]
+        if exited and not ready:
+            break
         for descriptor in ready:
             chunk = os.read(descriptor, 65536)
             if chunk:
@@ -416,11 +449,11 @@ def _run_process(command: list[str], timeout: float) -> ProcessRun:
     )
 
 
-def run_checkpoint(path: Path, timeout: float) -> ProcessRun:
+def run_checkpoint(path: Path, timeout: float, isolation: Isolation) -> ProcessRun:
     """Run a checkpoint as a reader would: `python path`, from the repository root."""
-    return _run_process([python_executable(), str(path)], timeout)
+    return _run_process([python_executable(), str(path)], timeout, isolation)
 
 
-def import_learner(path: Path, timeout: float) -> ProcessRun:
+def import_learner(path: Path, timeout: float, isolation: Isolation) -> ProcessRun:
     """Import a learner file as a module (not as __main__) in a fresh process."""
-    return _run_process([python_executable(), "-c", _IMPORT_LEARNER, str(path)], timeout)
+    return _run_process([python_executable(), "-c", _IMPORT_LEARNER, str(path)], timeout, isolation)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bookproof.verify.environment import display_path, python_executable
+from bookproof.verify.isolation import Isolation
 from bookproof.verify.processes import finish, start
 from bookproof.verify.verdict import Failure
 
@@ -156,6 +157,9 @@ class FiguresRun:
     seconds: float = 0.0
 
 
+_REPOSITORY_CODE = Isolation("none", "figures are drawn by the repository's own scripts")
+
+
 def draw_figures(scripts: list[Path], timeout: float) -> FiguresRun:
     """Draw `scripts` in one child process into a scratch folder; read back what it drew."""
     began = time.perf_counter()
@@ -169,6 +173,9 @@ def draw_figures(scripts: list[Path], timeout: float) -> FiguresRun:
                 *map(str, scripts),
             ],
             stdin=subprocess.DEVNULL,
+            # The drawing scripts are the repository's own code, like the
+            # verifier, not a listing: they run beside it and write to `out`.
+            isolation=_REPOSITORY_CODE,
         )
         error: str | None = None
         try:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bookproof.verify.environment import display_path
+from bookproof.verify.isolation import Isolation
 from bookproof.verify.manifest import Manifest
 from bookproof.verify.verdict import ChapterVerdict, Failure
 
@@ -50,8 +51,10 @@ def construction_report(
     verdicts: Sequence[ChapterVerdict],
     *,
     textbook: bool,
+    isolation: Isolation,
 ) -> list[str]:
-    """One line per chapter (every manifest chapter with --textbook) and a summary line."""
+    """One line per chapter (every manifest chapter with --textbook), a summary line, and
+    how the book's code ran (isolated or not: never left unsaid)."""
     lines: list[str] = []
     by_number = {v.number: v for v in verdicts if v.number is not None}
     planned = 0
@@ -81,6 +84,8 @@ def construction_report(
         f"listings {passed}/{total} passed; "
         f"{'everything verified holds' if failed == 0 else 'FAILED'}"
     )
+    # Before the summary, which stays the last line (scripts read it there).
+    lines.append(f"Isolation: {isolation.describe()}")
     lines.append(summary)
     return lines
 
@@ -109,6 +114,7 @@ def write_json(
     manifest: Manifest | None,
     verdicts: Sequence[ChapterVerdict],
     exit_status: int,
+    isolation: Isolation,
 ) -> None:
     """The whole verdict as one JSON object, for CI dashboards and tests."""
     import json
@@ -156,10 +162,16 @@ def write_json(
                 "updated": list(v.updated),
                 "warnings": list(v.warnings),
                 "seconds": round(v.seconds, 3),
+                "isolation": v.isolation,
             }
             for v in by_path.values()
         ],
         "planned": planned,
+        "isolation": {
+            "mode": isolation.mode,
+            "reason": isolation.reason or None,
+            "statement": isolation.describe(),
+        },
         "summary": {
             "chapters": len(verdicts),
             "held": sum(1 for v in verdicts if v.ok),

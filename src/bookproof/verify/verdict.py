@@ -113,6 +113,8 @@ class ChapterVerdict:
     exercises: str = "-"  # "ok" or "missing" for a manifest chapter's exercise folders
     checkpoint_stdout: str | None = None
     updated: tuple[str, ...] = field(default=())  # "file:line" of blocks --update rewrote
+    # How its code ran: "bwrap" (a sandbox per run, see verify.isolation) or "none".
+    isolation: str = "none"
 
     @property
     def ok(self) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -20,6 +21,7 @@ from bookproof.verify.execute import (
     stop_all,
 )
 from bookproof.verify.figures import FiguresRun, draw_figures, find_figures
+from bookproof.verify.isolation import Isolation
 from bookproof.verify.judge import ChapterJob, judge_chapter
 from bookproof.verify.manifest import Manifest, ManifestChapter
 from bookproof.verify.verdict import ChapterVerdict
@@ -78,6 +80,7 @@ def verify_chapters(
     *,
     parallel: int,
     timeout: float,
+    isolation: Isolation,
     on_done: Callable[[ChapterVerdict], None],
     manifest: Manifest | None = None,
 ) -> list[tuple[ChapterJob, ChapterVerdict]]:
@@ -109,7 +112,10 @@ def verify_chapters(
             learner = runs.learner.result() if runs.learner else None
             figures = runs.figures.result() if runs.figures else None
             seconds = sum(run.seconds for run in (listings, checkpoint, learner, figures) if run)
-            verdict = judge_chapter(job, listings, checkpoint, learner, seconds, figures)
+            verdict = dataclasses.replace(
+                judge_chapter(job, listings, checkpoint, learner, seconds, figures),
+                isolation=isolation.mode,
+            )
         except BaseException as error:  # a verifier defect must surface, never vanish
             with lock:
                 errors.append(error)
@@ -138,8 +144,8 @@ def verify_chapters(
             runs = _ChapterRuns()
             if entry is not None and not problems:
                 assert entry.checkpoint is not None and entry.learner is not None
-                runs.checkpoint = pool.submit(run_checkpoint, entry.checkpoint, timeout)
-                runs.learner = pool.submit(import_learner, entry.learner, timeout)
+                runs.checkpoint = pool.submit(run_checkpoint, entry.checkpoint, timeout, isolation)
+                runs.learner = pool.submit(import_learner, entry.learner, timeout, isolation)
             chapter = compose_chapter(read_chapter(path), earlier_chapters(entry, manifest))
             figures = find_figures(path, chapter.text, entry.number if entry else None)
             jobs[position] = ChapterJob(chapter=chapter, entry=entry, figures=tuple(figures))
@@ -147,7 +153,11 @@ def verify_chapters(
             # After a format error nothing more is started: the run ends with
             # exit status 2 once every chapter's problems are known.
             if chapter.listings and not problems:
-                runs.listings = pool.submit(run_listings, chapter.path, chapter.listings, timeout)
+                runs.listings = pool.submit(
+                    run_listings, chapter.path, chapter.listings, timeout, isolation
+                )
+            # Figures are drawn by the repository's own scripts, not by
+            # listings, so they run outside the listings' sandbox.
             scripts = sorted(
                 {figure.script for figure in figures if figure.problem is None}
                 & {figure.script for figure in figures if figure.script.is_file()}

@@ -7,11 +7,14 @@ stdout. File descriptor 1 is pointed at a capture file before each listing, so
 what the chapter's code prints (through `print`, `sys.__stdout__`,
 `os.write(1, ...)` or a child process) lands there and nowhere else.
 
-The listings run in this very process, so the worker defends what it reports:
+The listings run in this very process, so what the worker reports is only as
+sound as the listings let it be. It is built against accidents, not against a
+listing written to deceive it (that listing is in the book for every reader to
+see, and one that looks for the key in this process's memory finds it):
 
 - every frame carries a keyed hash of its content, so bytes a listing writes
-  to the channel (it can reach every descriptor the process holds) are seen
-  by the verifier as tampering, never read as a result;
+  by mistake to the channel (it can reach every descriptor the process holds)
+  are seen by the verifier as a stray write, never read as a result;
 - frames are encoded with `marshal`, written with `os.write` and hashed with
   `hashlib.blake2b`, all bound below before any listing runs, and the builtins
   this module uses are a copy taken at import: a listing that replaces
@@ -90,7 +93,7 @@ except ImportError:  # not Linux: no process is traced back to its listing
 
 
 class _Channel:
-    """The verifier's end of the conversation: authenticated frames on a private descriptor."""
+    """The verifier's end of the conversation: keyed frames on a private descriptor."""
 
     def __init__(self, descriptor: int, key: bytes) -> None:
         self.descriptor = descriptor
@@ -344,7 +347,8 @@ def main() -> None:
         for block in job["blocks"]:
             if "tree" in block:
                 block["tree"] = pickle.loads(bytes.fromhex(block["tree"]))
-    channel.send({"event": "ready"})
+    # Its pid as it sees itself: in a sandbox, the verifier finds it by that.
+    channel.send({"event": "ready", "pid": getpid()})
     for block in job["blocks"]:
         try:
             result = _run_block(runner, block, capture)
