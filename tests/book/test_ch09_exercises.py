@@ -26,9 +26,8 @@ SOLUTIONS = ROOT / "solutions" / "book09"
 SOLUTION = (SOLUTIONS / "remote_tools.py").read_text(encoding="utf-8")
 STARTER = (BOOK / "remote_tools.py").read_text(encoding="utf-8")
 TESTS = {
-    "test_book09_declarations.py": (SOLUTIONS / "test_book09_declarations.py").read_text(
-        encoding="utf-8"
-    )
+    name: (SOLUTIONS / name).read_text(encoding="utf-8")
+    for name in ("test_book09_declarations.py", "test_book09_changes.py")
 }
 
 CHAPTER_CHECKS = {
@@ -51,6 +50,9 @@ UNIT_B = {
     "ex2_schema_vanished_or_twice",
     "ex2_judged_against_connection",
     "ex2_only_joined_tools",
+    "ex2_tests_catch_against_the_last_list",
+    "ex2_tests_catch_description_ignored",
+    "ex2_tests_catch_vanished_unseen",
 }
 
 # name -> (edits to the solution, the checks the result must fail). The tests
@@ -106,7 +108,12 @@ SILENT_TESTS = {
         "from remote_tools import join\n\n\n"
         "def test_a_list_is_joined():\n"
         "    join([{'name': 'price_quote', 'description': 'x', 'inputSchema': {}}])\n"
-    )
+    ),
+    "test_book09_changes.py": (
+        "from remote_tools import watch\n\n\n"
+        "def test_a_session_is_watched():\n"
+        "    watch([], [[]])\n"
+    ),
 }
 
 
@@ -140,20 +147,23 @@ def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistak
 
 
 def test_tests_that_assert_nothing_catch_nothing(report: dict[str, Graded]) -> None:
-    assert report["silent_tests"].failed == {check for check in UNIT_A if "_tests_catch_" in check}
+    assert report["silent_tests"].failed == {
+        check for check in UNIT_A | UNIT_B if "_tests_catch_" in check
+    }
 
 
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
     result = run_in(hand_in(tmp_path, SOLUTIONS, "remote_tools.py", SOLUTION), *PYTEST)
     assert result.returncode == 0, result.stdout
-    assert "7 passed" in result.stdout
+    assert "14 passed" in result.stdout
 
 
 def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
     result = run_in(hand_in(tmp_path, SOLUTIONS, "remote_tools.py", STARTER), *PYTEST)
     assert result.returncode == 1
-    # What holds already: the server's words are never offered, whatever joins.
-    assert "6 failed, 1 passed" in result.stdout
+    # What holds already: the server's words are never offered, whatever joins; the
+    # starter finds nothing changed, which is right for the same list and for a tool added.
+    assert "11 failed, 3 passed" in result.stdout
 
 
 def test_the_starter_and_the_solution_share_the_chapter_part_and_the_door() -> None:

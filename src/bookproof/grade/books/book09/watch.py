@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import random
+from types import ModuleType
 from typing import Any
 
 from bookproof.grade import fixtures as fx
-from bookproof.grade.book import Trial
+from bookproof.grade.book import JSON, Surface, Trial
 from bookproof.grade.books.book09.common import (
     _UNREADABLE,
     BOOK,
@@ -172,3 +173,64 @@ def ex2_only_joined_tools(rng: random.Random) -> Trial:
         "Only a tool that joined at connection can be found changed: place_order (refused), "
         "undeclared tools and tools added later should change nothing.",
     )
+
+
+CHANGE_TESTS = BOOK.learner_tests(
+    exercise=2,
+    file="test_book09_changes.py",
+    section=S_UNIT_B,
+    surface=Surface(functions={"watch": JSON}),
+)
+
+
+def _advertised(reference: ModuleType, tools: list[dict[str, Any]]) -> list[Any]:
+    return [
+        reference.Advertised(tool["name"], tool.get("description"), tool.get("inputSchema", {}))
+        for tool in tools
+    ]
+
+
+@CHANGE_TESTS.catches(points=1, behaviour="judges each list against the list before it")
+def ex2_tests_catch_against_the_last_list(
+    reference: ModuleType, rng: random.Random
+) -> dict[str, Any]:
+    def watch(
+        connection: list[dict[str, Any]], relists: list[list[dict[str, Any]]]
+    ) -> dict[str, Any]:
+        previous = _advertised(reference, connection)
+        joined, _ = reference.match_tools(reference.SHOP_DECLARATIONS, previous)
+        changed: list[list[str]] = []
+        for relist in relists:
+            now = _advertised(reference, relist)
+            changed.append(sorted(reference.changed_tools(joined, previous, now)))
+            previous = now
+        return {"joined": sorted(declaration.name for declaration in joined), "changed": changed}
+
+    return {"watch": watch}
+
+
+@CHANGE_TESTS.catches(points=1, behaviour="sees a change of schema but not of description")
+def ex2_tests_catch_description_ignored(
+    reference: ModuleType, rng: random.Random
+) -> dict[str, Any]:
+    def tool_fingerprint(tool: Any) -> str | None:
+        try:
+            return str(reference.schema_fingerprint({"name": tool.name, "s": tool.input_schema}))
+        except (TypeError, ValueError):
+            return None
+
+    vars(reference)["tool_fingerprint"] = tool_fingerprint
+    return {"watch": reference.watch}
+
+
+@CHANGE_TESTS.catches(points=1, behaviour="does not notice a joined tool the list no longer holds")
+def ex2_tests_catch_vanished_unseen(reference: ModuleType, rng: random.Random) -> dict[str, Any]:
+    original = reference.changed_tools
+
+    def changed_tools(joined: Any, at_connection: Any, now: Any) -> frozenset[str]:
+        listed = {tool.name for tool in now}
+        kept = [d for d in joined if d.remote_name in listed]
+        return frozenset(original(kept, at_connection, now))
+
+    vars(reference)["changed_tools"] = changed_tools
+    return {"watch": reference.watch}
