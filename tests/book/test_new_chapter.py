@@ -37,10 +37,17 @@ def run_script(script: str, *arguments: str | Path) -> subprocess.CompletedProce
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> BookLayout:
-    """A repository holding this book's manifest, every chapter in it planned, and nothing else."""
+    """A repository holding this book's manifest, every chapter in it planned, and nothing else.
+
+    Each chapter's parts are unnamed too, as before its author laid them out:
+    chapter 9, laid out here, is drafted in the real book.
+    """
     layout = BookLayout(tmp_path / "repo")
     layout.textbook.mkdir(parents=True)
     text = REPO.manifest.read_text(encoding="utf-8")
+    text = re.sub(
+        r'^(?:text|checkpoint|learner|exercises|solutions) = ".*"\n', "", text, flags=re.M
+    )
     layout.manifest.write_text(text.replace('status = "drafted"', 'status = "planned"'), "utf-8")
     return layout
 

@@ -1,4 +1,4 @@
-"""Support the book does not print: an MCP server's tools, joined only as the shop declares them.
+"""Partly printed, in chapter 9: an MCP server's tools, joined only as the shop declares them.
 
 A remote server is untrusted twice over: its text (names, descriptions,
 results) was written by somebody else, and so was its behaviour (it may hang,

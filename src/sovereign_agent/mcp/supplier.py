@@ -1,4 +1,4 @@
-"""Support the book does not print: the shop's declarations of the supplier's remote tools.
+"""Printed in chapter 9: the shop's declarations of the supplier's remote tools.
 
 A remote tool joins a run only as the shop declares it. These are the shop's
 words for the supplier's server (`book/textbook/servers/supplier_mcp.py`):

@@ -1,0 +1,249 @@
+"""Exercise Book 9: graded through the real grader, each typical mistake loses exactly its checks,
+tests that assert nothing earn nothing, the solution's own tests pass against it and fail against
+the starter, the grader's door answers plain JSON, and the notebooks' cells show the exercises done.
+
+No MCP server runs in any of this: the grader plays the server with the lists it writes, and so
+do these tests (the chapter's own tests start the real servers).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
+from grading import Graded, edited, grade_batch
+
+from bookproof.grade.books import load_book
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = ROOT / "exercises" / "book09"
+SOLUTIONS = ROOT / "solutions" / "book09"
+SOLUTION = (SOLUTIONS / "remote_tools.py").read_text(encoding="utf-8")
+STARTER = (BOOK / "remote_tools.py").read_text(encoding="utf-8")
+TESTS = {
+    name: (SOLUTIONS / name).read_text(encoding="utf-8")
+    for name in ("test_book09_declarations.py", "test_book09_changes.py")
+}
+
+CHAPTER_CHECKS = {
+    "ch9_declared_tools_join",
+    "ch9_schema_mismatch",
+    "ch9_server_words_never_offered",
+    "ch9_advertised_twice",
+}
+UNIT_A = {
+    "ex1_price_quote_joins",
+    "ex1_one_constraint_off",
+    "ex1_not_advertised",
+    "ex1_tests_catch_no_upper_bound",
+    "ex1_tests_catch_other_bounds",
+    "ex1_tests_catch_name_only",
+    "ex1_tests_catch_server_description",
+}
+UNIT_B = {
+    "ex2_reworded_is_changed",
+    "ex2_schema_vanished_or_twice",
+    "ex2_judged_against_connection",
+    "ex2_only_joined_tools",
+    "ex2_tests_catch_against_the_last_list",
+    "ex2_tests_catch_description_ignored",
+    "ex2_tests_catch_vanished_unseen",
+}
+
+# name -> (edits to the solution, the checks the result must fail). The tests
+# handed in are the solution's own, which still pass against the reference.
+MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
+    # Declared under the server's name: the shop's name never reaches the model,
+    # and every refusal is filed under another name.
+    "server_name_as_local": (
+        [('    name="supplier_price_quote",', '    name="price_quote",')],
+        {"ex1_price_quote_joins", "ex1_one_constraint_off", "ex1_not_advertised"},
+    ),
+    # A quote changes nothing; declaring it consequential would need write authority.
+    "quote_consequential": (
+        [('    remote="price_quote",', '    remote="price_quote",\n    consequential=True,')],
+        {"ex1_price_quote_joins"},
+    ),
+    # Another class name is another schema title: the supplier's exact schema is refused.
+    "model_misnamed": (
+        [
+            ("class PriceQuote(BaseModel):", "class Quote(BaseModel):"),
+            ("arguments=PriceQuote,", "arguments=Quote,"),
+        ],
+        {"ex1_price_quote_joins"},
+    ),
+    # Comparing schemas only: a reworded description (the rug pull) goes unseen.
+    "description_ignored": (
+        [
+            (
+                '{"name": tool.name, "description": tool.description, '
+                '"inputSchema": tool.input_schema}',
+                '{"name": tool.name, "inputSchema": tool.input_schema}',
+            )
+        ],
+        {"ex2_reworded_is_changed", "ex2_judged_against_connection", "ex2_only_joined_tools"},
+    ),
+    # A tool that vanished, or is listed twice, judged by whichever copy comes first.
+    "vanished_or_twice_unseen": (
+        [
+            (
+                "        if len(before) != 1 or len(after) != 1:\n"
+                "            changed.add(declaration.name)\n"
+                "            continue\n",
+                "        if not after:\n            continue\n",
+            )
+        ],
+        {"ex2_schema_vanished_or_twice"},
+    ),
+}
+
+# Tests that call the door and assert nothing: they pass everywhere, so they catch nothing.
+SILENT_TESTS = {
+    "test_book09_declarations.py": (
+        "from remote_tools import join\n\n\n"
+        "def test_a_list_is_joined():\n"
+        "    join([{'name': 'price_quote', 'description': 'x', 'inputSchema': {}}])\n"
+    ),
+    "test_book09_changes.py": (
+        "from remote_tools import watch\n\n\n"
+        "def test_a_session_is_watched():\n"
+        "    watch([], [[]])\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+    base = tmp_path_factory.mktemp("book09")
+    folders = {"starter": {"remote_tools.py": STARTER}}
+    folders["silent_tests"] = {"remote_tools.py": SOLUTION, **SILENT_TESTS}
+    for name, (edits, _) in MISTAKES.items():
+        folders[name] = {"remote_tools.py": edited(SOLUTION, edits), **TESTS}
+    return grade_batch(9, folders, base=base)
+
+
+def test_the_grader_declares_exactly_the_books_checks() -> None:
+    # The ids are the gradebook's columns: written out here, a renamed one is seen.
+    assert {check.id for check in load_book(9).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B
+
+
+def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
+    report: dict[str, Graded],
+) -> None:
+    starter = report["starter"]
+    assert starter.baseline == (5, 5)
+    assert starter.exercises[0] == 0
+    assert starter.failed == UNIT_A | UNIT_B
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistake: str) -> None:
+    assert report[mistake].failed == MISTAKES[mistake][1]
+
+
+def test_tests_that_assert_nothing_catch_nothing(report: dict[str, Graded]) -> None:
+    assert report["silent_tests"].failed == {
+        check for check in UNIT_A | UNIT_B if "_tests_catch_" in check
+    }
+
+
+def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "remote_tools.py", SOLUTION), *PYTEST)
+    assert result.returncode == 0, result.stdout
+    assert "14 passed" in result.stdout
+
+
+def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "remote_tools.py", STARTER), *PYTEST)
+    assert result.returncode == 1
+    # What holds already: the server's words are never offered, whatever joins; the
+    # starter finds nothing changed, which is right for the same list and for a tool added.
+    assert "11 failed, 3 passed" in result.stdout
+
+
+def test_the_starter_and_the_solution_share_the_chapter_part_and_the_door() -> None:
+    chapter = "# --- Chapter 9:"
+    exercises = "# --- Exercise 1"
+    door = "# --- The grader's door"
+    for marker in (chapter, exercises, door):
+        assert STARTER.count(marker) == SOLUTION.count(marker) == 1, marker
+    assert (
+        STARTER.split(exercises)[0].split(chapter)[1]
+        == SOLUTION.split(exercises)[0].split(chapter)[1]
+    )
+    assert STARTER.split(door)[1] == SOLUTION.split(door)[1]
+
+
+def load(text: str, tmp_path: Path) -> ModuleType:
+    path = tmp_path / "remote_tools.py"
+    path.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("book09_remote_tools", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
+    remote = load(SOLUTION, tmp_path)
+    quote = remote.parameters_schema(remote.PriceQuote)
+    listed = [
+        {"name": "price_quote", "description": "secret-token-door", "inputSchema": quote},
+        {"name": "next_delivery", "inputSchema": remote.parameters_schema(remote.NoArguments)},
+    ]
+    joined = remote.join(listed)
+    assert json.loads(json.dumps(joined)) == joined
+    assert [tool["name"] for tool in joined["offered"]] == ["next_delivery", "supplier_price_quote"]
+    assert "secret-token-door" not in json.dumps(joined)
+    assert joined["refused"] == [
+        ["check_availability", "not_advertised"],
+        ["place_order", "not_advertised"],
+    ]
+    reworded = [{**listed[0], "description": "changed"}, listed[1]]
+    watched = remote.watch(listed, [listed, reworded, listed[1:]])
+    assert json.loads(json.dumps(watched)) == watched
+    assert watched == {
+        "joined": ["next_delivery", "supplier_price_quote"],
+        "changed": [[], ["supplier_price_quote"], ["supplier_price_quote"]],
+    }
+
+
+@pytest.mark.parametrize(
+    ("unit", "with_the_solution"),
+    [
+        (
+            "unit_a",
+            [
+                "['check_availability', 'next_delivery', 'supplier_price_quote']",
+                "server's words offered: False",
+                "properties/quantity/maximum = None -> [['supplier_price_quote', "
+                "'schema_mismatch']]",
+            ],
+        ),
+        (
+            "unit_b",
+            [
+                "{'joined': ['check_availability', 'next_delivery'], "
+                "'changed': [[], ['check_availability']]}",
+                "[['check_availability'], ['next_delivery'], ['check_availability']]",
+                "[['check_availability'], ['check_availability'], ['check_availability'], []]",
+                "[[]]",
+            ],
+        ),
+    ],
+)
+def test_the_check_cells_show_the_exercises_done_with_the_solution(
+    tmp_path: Path, unit: str, with_the_solution: list[str]
+) -> None:
+    lines = check_cell_lines(tmp_path, BOOK, "remote_tools.py", SOLUTION, unit, "test_book09_*.py")
+    for line in with_the_solution:
+        assert line in lines, line
