@@ -221,10 +221,11 @@ class Dispatcher:
         model; the rest of it (did the handler run, what failed) is for the operator.
         """
         # 1. One answer for "unknown" and "not allowed", so a refusal does not
-        #    tell a probing model which forbidden names exist.
-        tool = self._tools.get(call.name)
-        if tool is None or call.name not in self._allowed:
+        #    tell a probing model which forbidden names exist. What may run is
+        #    what `schemas` offers: a name both allowed and registered.
+        if call.name not in self._allowed & self._tools.keys():
             return ToolOutcome(_refusal("tool_not_allowed"), handler_ran=False)
+        tool = self._tools[call.name]
         # 2. Strict validation: no coercion of "6" or True or 6.0 into 6.
         try:
             arguments = tool.arguments.model_validate(call.arguments, strict=True)

@@ -40,8 +40,8 @@ def test_offline_checkpoint_prints_the_chapters_checkpoint_output(tmp_path: Path
     result = run_checkpoint(tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout == checkpoint_output(CHAPTER)
-    assert "draft SKU-VANILLA: 6 tubs, 1500 pence" in result.stdout
-    assert "drafts total: 2600 pence" in result.stdout
+    assert "draft SKU-VANILLA: 6 tubs, 1,500 pence" in result.stdout
+    assert "drafts total: 2,600 pence" in result.stdout
     assert "vanilla on hand: 2" in result.stdout
 
 

@@ -325,6 +325,60 @@ def test_the_chapter_suite_prints_the_same_table_for_the_same_seed(tmp_path: Pat
     assert document["interval"] == "Wilson score, 95%"
 
 
+def test_variant_runs_only_the_named_variants_and_their_rows_are_unchanged() -> None:
+    whole = evaluate(str(SUITE), "--repeat", "3", "--seed", "4", "--quiet")
+    part = evaluate(
+        str(SUITE),
+        "--repeat",
+        "3",
+        "--seed",
+        "4",
+        "--quiet",
+        # Named out of the suite's order: the report keeps the suite's.
+        "--variant",
+        "shuffled",
+        "--variant",
+        "full descriptions",
+    )
+    assert whole.returncode == 0 and part.returncode == 0, part.stderr
+
+    def row(output: str, name: str) -> str:
+        return next(line for line in output.splitlines() if line.startswith(name + " "))
+
+    names = [line.split("  ")[0] for line in part.stdout.splitlines()[5:7]]
+    assert names == ["full descriptions", "shuffled"]
+    assert "names only" not in part.stdout and "hints" not in part.stdout
+    # No run is seeded by its variant, so a variant alone prints the row it
+    # prints beside the others, and the same confusion table.
+    for name in ("full descriptions", "shuffled"):
+        assert row(part.stdout, name) == row(whole.stdout, name)
+    for name in ("full descriptions", "shuffled"):
+        assert confusion_of(part.stdout, name) == confusion_of(whole.stdout, name)
+        assert confusion_of(part.stdout, name)
+
+
+def confusion_of(output: str, name: str) -> list[str]:
+    """A variant's tool confusion table: its name's line and the indented lines under it."""
+    lines = output.split("tool confusion")[1].splitlines()
+    start = lines.index(name) + 1
+    table = []
+    for line in lines[start:]:
+        if not line.startswith(" "):
+            break
+        table.append(line)
+    return table
+
+
+def test_an_unknown_variant_is_one_line_naming_the_suites_variants() -> None:
+    result = evaluate(str(SUITE), "--repeat", "1", "--variant", "names", "--quiet")
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "error: the suite has no variant 'names'; its variants are 'full descriptions', "
+        "'names only', 'shuffled', 'full + hints', 'shuffled + hints'\n"
+    )
+
+
 def test_the_json_holds_one_record_per_run_pointing_into_the_trace(tmp_path: Path) -> None:
     trace, report = tmp_path / "t.jsonl", tmp_path / "r.json"
     result = evaluate(

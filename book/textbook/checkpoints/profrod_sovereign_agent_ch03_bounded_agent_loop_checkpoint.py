@@ -134,8 +134,8 @@ def main() -> int:
     show_run(record)
     drafts = drafts_in(record)
     for draft in drafts:
-        print(f"draft {draft['sku']}: {draft['quantity']} tubs, {draft['total_pence']} pence")
-    print("drafts total:", sum(draft["total_pence"] for draft in drafts), "pence")
+        print(f"draft {draft['sku']}: {draft['quantity']} tubs, {draft['total_pence']:,} pence")
+    print(f"drafts total: {sum(draft['total_pence'] for draft in drafts):,} pence")
     stock = tools.invoke(ToolCall(id="check-1", name="list_stock", arguments={}))["value"]
     print("vanilla on hand:", next(r["on_hand"] for r in stock if r["sku"] == "SKU-VANILLA"))
     if record.error is not None:

@@ -91,9 +91,18 @@ def careless_runs(shop: Mapping[str, Any], trace: Path) -> None:
         [
             *tools.tools.values(),
             ExecutableTool(
-                "place_order", "Place an order.", ProductArguments, lambda a: "ok", True
+                name="place_order",
+                description="Place an order.",
+                arguments=ProductArguments,
+                handler=lambda a: "ok",
+                consequential=True,
             ),
-            ExecutableTool("huge", "A long report.", NoArguments, lambda a: ["tubs"] * 5_000),
+            ExecutableTool(
+                name="huge",
+                description="A long report.",
+                arguments=NoArguments,
+                handler=lambda a: ["tubs"] * 5_000,
+            ),
         ],
         allowed=[*tools.allowed, "place_order", "huge"],
         before_write=lucy_has_not_approved,

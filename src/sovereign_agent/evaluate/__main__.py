@@ -77,9 +77,37 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--seed", type=int, default=0, metavar="S", help="seed of the planted slips (default 0)"
     )
+    parser.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME",
+        help="run only this variant of the suite (repeat the option for more; default: all), "
+        "reported in the suite's order",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
+
+
+def _only(suite: Suite, names: Sequence[str] | None) -> Suite:
+    """The suite with only the variants named, in the suite's order.
+
+    Every run is seeded by its task and repeat, never by its variant, so a
+    variant run alone plays exactly the runs it plays beside the others: a
+    subset changes which rows are printed, not what any row says.
+    """
+    if not names:
+        return suite
+    declared = [variant.name for variant in suite.variants]
+    unknown = [name for name in names if name not in declared]
+    if unknown:
+        raise SuiteError(
+            f"the suite has no variant {unknown[0]!r}; its variants are "
+            + ", ".join(repr(name) for name in declared)
+        )
+    wanted = set(names)
+    kept = [variant for variant in suite.variants if variant.name in wanted]
+    return suite.model_copy(update={"variants": kept})
 
 
 def _models(environ: dict[str, str]) -> tuple[ModelFactory | None, str]:
@@ -158,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     try:
-        suite = load_suite(options.suite)
+        suite = _only(load_suite(options.suite), options.variant)
         models, real_model = _models(dict(os.environ))
     except (SuiteError, ModelError) as error:
         print(printable(f"error: {error}"), file=sys.stderr)
