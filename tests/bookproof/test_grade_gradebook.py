@@ -3,6 +3,7 @@ a report was made, and who may read it."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -17,10 +18,13 @@ from hypothesis import strategies as st
 
 from bookproof.grade.book import VISIBILITIES, Book, BookError
 from bookproof.grade.books import load_book
+from bookproof.grade.gradescope import hand_in
 from bookproof.grade.provenance import UNKNOWN, grader_commit
 from bookproof.grade.questions import call
-from bookproof.grade.report import REPORT_MODE, write_atomically
+from bookproof.grade.report import REPORT_MODE, write_atomically, write_csv
 from bookproof.grade.roster import RosterError, parse_roster, read_roster
+from bookproof.grade.runner import CheckOutcome, SubmissionReport
+from bookproof.grade.sandbox import Isolation
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "grade_exercises.py"
@@ -291,3 +295,40 @@ def test_a_malformed_roster_stops_the_grader_before_it_grades(tmp_path: Path) ->
         "the columns are folder, student_id and optionally name"
     )
     assert "Exercise Book 2" not in completed.stderr  # nothing was graded
+
+
+def test_roster_cells_that_look_like_formulas_are_inert_in_the_gradebook(tmp_path: Path) -> None:
+    book = load_book(2)
+    checks = tuple(
+        CheckOutcome(check.id, check.kind, check.label, 0, check.points, "failed", "f")
+        for check in book.checks
+    )
+    reports = [SubmissionReport(name, Isolation.PROCESS, checks) for name in ("alice", "bob")]
+    roster = parse_roster('folder,student_id,name\nalice,+44 1,"=HYPERLINK(""x"")"\n')
+    gradebook = tmp_path / "grades.csv"
+    write_csv(gradebook, book, reports, roster)
+    rows = list(csv.reader(gradebook.read_text().splitlines()))
+    assert rows[1][:3] == ["alice", "'+44 1", '\'=HYPERLINK("x")']
+    assert rows[2][:3] == ["bob", "", ""]
+
+
+def test_hand_in_copies_what_gradescope_could_take_and_says_what_it_left_out(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "alice"
+    (folder / "notes").mkdir(parents=True)
+    (folder / "shop_tools.py").write_text("x = 1\n")
+    (folder / "notes" / "a.md").write_text("a\n")
+    (folder / "link.py").symlink_to("/etc/passwd")
+    os.mkfifo(folder / "pipe")
+    root = tmp_path / "autograder"
+    (root / "results").mkdir(parents=True)
+    (root / "results" / "results.json").write_text("{}")
+    notes = hand_in(folder, root)
+    assert notes == ["left out pipe: not a file Gradescope could take"]
+    submission = root / "submission"
+    assert (submission / "shop_tools.py").read_text() == "x = 1\n"
+    assert (submission / "notes" / "a.md").read_text() == "a\n"
+    assert os.readlink(submission / "link.py") == "/etc/passwd"  # a link, for the grader to refuse
+    assert not (submission / "pipe").exists()
+    assert list((root / "results").iterdir()) == []
