@@ -248,6 +248,8 @@ def test_each_check_carries_its_declared_visibility_and_a_locked_check_no_colour
     # Book 2 defers Unit A's faulty versions, but for mango's own price.
     assert shown["ex1_tests_catch_stale_price"] == "after_due_date"
     assert shown["ex1_tests_catch_new_product_price"] == "visible"
+    # The learner is told why the visible tests add up to less than the score.
+    assert "5 checks worth 5 points are shown after the due date" in results["output"]
     # The starter's ex2_reserved_absent holds but waits for ex2_need_reserved.
     locked = {test["name"].split(" ")[0]: test for test in results["tests"] if "score" not in test}
     assert "ex2_reserved_absent" in locked

@@ -270,7 +270,7 @@ def gradescope_results(book: Book, report: SubmissionReport, *, seed: int) -> di
             f"{book.title}: {report.total}/{report.max} "
             f"(chapter baseline {base}/{base_max}, exercises {work}/{work_max}). "
             f"Graded in isolation mode {report.isolation.value} ({describe(report.isolation)}), "
-            f"seed {seed}."
+            f"seed {seed}.{_not_shown(book)}"
         ),
         "visibility": "visible",
         "stdout_visibility": "hidden",
@@ -279,6 +279,32 @@ def gradescope_results(book: Book, report: SubmissionReport, *, seed: int) -> di
             for number, check in enumerate(report.checks, start=1)
         ],
     }
+
+
+_LATER = {
+    "hidden": "shown to your instructor only",
+    "after_due_date": "shown after the due date",
+    "after_published": "shown once grades are published",
+}
+
+
+def _not_shown(book: Book) -> str:
+    """A sentence that explains a score above the points a learner can see, or nothing.
+
+    Without it, a learner adding up the visible tests would find points missing."""
+    parts = []
+    for visibility, said in _LATER.items():
+        checks = [check for check in book.checks if check.visibility == visibility]
+        if checks:
+            points = sum(check.points for check in checks)
+            many = len(checks) != 1
+            parts.append(
+                f"{len(checks)} check{'s' if many else ''} worth {points} "
+                f"point{'s' if points != 1 else ''} {'are' if many else 'is'} {said}"
+            )
+    if not parts:
+        return ""
+    return " " + "; ".join(parts) + "; the score counts every check."
 
 
 def _gradescope_test(number: int, check: CheckOutcome, visibility: Visibility) -> dict[str, Any]:

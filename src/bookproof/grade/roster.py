@@ -52,9 +52,10 @@ class Roster:
 
     def unmatched(self, graded: Iterable[str]) -> tuple[list[str], list[str]]:
         """(roster folders not graded, graded folders not on the roster), in their orders."""
-        graded = list(graded)
-        absent = [folder for folder in self.students if folder not in set(graded)]
-        missing = [folder for folder in graded if folder not in self.students]
+        names = list(graded)
+        seen = set(names)
+        absent = [folder for folder in self.students if folder not in seen]
+        missing = [folder for folder in names if folder not in self.students]
         return absent, missing
 
 
