@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from system_components import require_executable
 
+from bookproof.grade.book import VISIBILITIES
 from bookproof.grade.books import BookError, load_book
 from bookproof.grade.cli import submission_names
 from bookproof.grade.session import OUTCOMES
@@ -67,6 +68,15 @@ def test_json_report_has_the_documented_shape(tmp_path: Path) -> None:
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["seed"] == 7
     assert report["isolation"] == "process"
+    assert set(report) == {
+        "book",
+        "title",
+        "made_at",
+        "grader_commit",
+        "seed",
+        "isolation",
+        "submissions",
+    }
     assert [entry["submission"] for entry in report["submissions"]] == ["alice", "book02"]
     alice, reference = report["submissions"]
     book = load_book(2)
@@ -89,8 +99,10 @@ def test_json_report_has_the_documented_shape(tmp_path: Path) -> None:
                 "passed",
                 "feedback",
                 "outcome",
+                "visibility",
             }
             assert check["kind"] in {"chapter baseline", "exercise"}
+            assert check["visibility"] in VISIBILITIES
             assert check["passed"] is (check["outcome"] == "passed")
             assert check["outcome"] in OUTCOMES
             assert "\n" not in check["feedback"]
@@ -162,16 +174,19 @@ def test_submission_names_are_unique_suffixes_and_short_when_they_can_be(
 
 def test_the_same_seed_asks_the_same_questions_and_gives_the_same_report(tmp_path: Path) -> None:
     starter = EXERCISES / "book03"
-    reports = []
+    reports: list[dict[str, object]] = []
     for attempt in ("first", "second"):
         out = tmp_path / f"{attempt}.json"
         completed = _grade(
             "--book", "3", str(starter), "--seed", "424242", "--json", str(out), cwd=tmp_path
         )
         assert completed.returncode == 0, completed.stderr
-        reports.append(out.read_text(encoding="utf-8"))
+        report = json.loads(out.read_text(encoding="utf-8"))
+        # Everything but the moment each report was made.
+        del report["made_at"]
+        reports.append(report)
     assert reports[0] == reports[1]
-    assert json.loads(reports[0])["seed"] == 424242
+    assert reports[0]["seed"] == 424242
 
 
 def test_a_name_that_looks_like_a_formula_is_inert_in_the_gradebook(tmp_path: Path) -> None:

@@ -58,6 +58,11 @@ answer recorded in one run is useless in the next::
         need = yield call("replenishment_need", {**fx.shop_rows()[0], "incoming": 4})
         return expect(same(2, need), "Vanilla with 4 incoming needs 2 tubs.")
 
+Any check may also say when a learner sees its outcome on Gradescope:
+`visibility="after_due_date"`, `"after_published"` or `"hidden"` (the
+default is `"visible"`). It changes who sees the check, never its points;
+exercises/GRADING.md says what each means and why book 2 defers some.
+
 Where the chapter's code already has the behaviour an exercise asks for, the
 learner's tests are the deliverable; declare the file, what those tests may
 use of the module (a `Surface`: names that pass only plain values), and each

@@ -39,6 +39,7 @@ __all__ = [
     "BASELINE",
     "EXERCISE",
     "JSON",
+    "VISIBILITIES",
     "Book",
     "BookError",
     "Check",
@@ -50,7 +51,16 @@ __all__ = [
     "Trial",
     "TrialFunction",
     "Variant",
+    "Visibility",
 ]
+
+# Who sees a check's outcome, in Gradescope's own words: "visible" (the
+# default), "hidden" (the instructor only, ever), "after_due_date" and
+# "after_published" (the learner too, once the due date has passed or the
+# grades are published). The local report shows every check to the
+# instructor who runs it, marked.
+Visibility = Literal["visible", "hidden", "after_due_date", "after_published"]
+VISIBILITIES: tuple[Visibility, ...] = ("visible", "hidden", "after_due_date", "after_published")
 
 Kind = Literal["chapter baseline", "exercise"]
 BASELINE: Kind = "chapter baseline"
@@ -147,7 +157,8 @@ class Check:
 
     `asks` says the behaviour in one sentence (shown when it holds); `hint`
     says what to change when it does not; `section` names the place in the
-    chapter to re-read. Either `trial` is set (a behaviour check), or `tests`
+    chapter to re-read; `visibility` says when a learner may see the outcome
+    on Gradescope (see `Visibility`). Either `trial` is set (a behaviour check), or `tests`
     with the faulty `versions` those tests must all catch (a learner-tests check).
     """
 
@@ -159,6 +170,7 @@ class Check:
     asks: str
     hint: str
     requires: Check | None = None
+    visibility: Visibility = "visible"
     trial: TrialFunction | None = field(default=None, repr=False)
     tests: LearnerTests | None = field(default=None, repr=False)
     versions: tuple[FaultyVersion, ...] = field(default=(), repr=False)
@@ -189,7 +201,9 @@ class LearnerTests:
     reference_runs: int = 3
     checks: list[Check] = field(default_factory=list)
 
-    def catches(self, *, points: int, behaviour: str) -> Callable[[Variant], Check]:
+    def catches(
+        self, *, points: int, behaviour: str, visibility: Visibility = "visible"
+    ) -> Callable[[Variant], Check]:
         """Declare one faulty version: `behaviour` ends "a <module>.py that ...", in feedback."""
 
         def declare(variant: Variant) -> Check:
@@ -201,11 +215,19 @@ class LearnerTests:
                 f"Add a test to {self.file} that fails for {_a(module)} that {behaviour}, "
                 "and passes for a correct one.",
                 (FaultyVersion(variant.__name__, behaviour, variant),),
+                visibility,
             )
 
         return declare
 
-    def catches_all(self, check_id: str, *, points: int, versions: Mapping[str, Variant]) -> Check:
+    def catches_all(
+        self,
+        check_id: str,
+        *,
+        points: int,
+        versions: Mapping[str, Variant],
+        visibility: Visibility = "visible",
+    ) -> Check:
         """Declare one check over several faulty versions (behaviour -> version), all to be caught.
 
         Each behaviour finishes "a <module>.py that ...". The check's feedback
@@ -223,10 +245,17 @@ class LearnerTests:
             f"Add tests to {self.file} that fail for each faulty version named, "
             "and pass for a correct one.",
             made,
+            visibility,
         )
 
     def _add(
-        self, check_id: str, points: int, asks: str, hint: str, versions: tuple[FaultyVersion, ...]
+        self,
+        check_id: str,
+        points: int,
+        asks: str,
+        hint: str,
+        versions: tuple[FaultyVersion, ...],
+        visibility: Visibility,
     ) -> Check:
         taken = {version.id for check in self.checks for version in check.versions}
         if len({version.id for version in versions}) < len(versions) or taken & {
@@ -241,6 +270,7 @@ class LearnerTests:
             section=self.section,
             asks=asks,
             hint=hint,
+            visibility=visibility,
             tests=self,
             versions=versions,
         )
@@ -302,17 +332,32 @@ class Book:
             raise BookError(f"check id {check.id!r} is declared twice")
         if isinstance(check.points, bool) or not isinstance(check.points, int) or check.points < 1:
             raise BookError(f"{check.id}: points must be a positive int")
+        if check.visibility not in VISIBILITIES:
+            raise BookError(
+                f"{check.id}: visibility must be one of {', '.join(VISIBILITIES)}, "
+                f"not {check.visibility!r}"
+            )
         if check.requires is not None and check.requires not in self.checks:
             raise BookError(f"{check.id}: requires a check this book declared before it")
         self.checks.append(check)
 
     def baseline(
-        self, *, points: int, section: str, asks: str, hint: str
+        self, *, points: int, section: str, asks: str, hint: str, visibility: Visibility = "visible"
     ) -> Callable[[TrialFunction], Check]:
         """Declare a behaviour the chapter's own code already has."""
 
         def declare(trial: TrialFunction) -> Check:
-            check = Check(trial.__name__, points, BASELINE, None, section, asks, hint, trial=trial)
+            check = Check(
+                trial.__name__,
+                points,
+                BASELINE,
+                None,
+                section,
+                asks,
+                hint,
+                visibility=visibility,
+                trial=trial,
+            )
             self.add(check)
             return check
 
@@ -327,6 +372,7 @@ class Book:
         asks: str,
         hint: str,
         requires: Check | None = None,
+        visibility: Visibility = "visible",
     ) -> Callable[[TrialFunction], Check]:
         """Declare a behaviour exercise `number` adds (credited after `requires`, if given)."""
 
@@ -340,6 +386,7 @@ class Book:
                 asks,
                 hint,
                 requires=requires,
+                visibility=visibility,
                 trial=trial,
             )
             self.add(check)

@@ -30,8 +30,10 @@ from bookproof.grade.book import Book, BookError
 from bookproof.grade.books import load_book
 from bookproof.grade.intake import printable
 from bookproof.grade.integrity import changed, relied_on, snapshot
-from bookproof.grade.learner_tests import close_oracles
+from bookproof.grade.learner_tests import ROOT, close_oracles
+from bookproof.grade.provenance import grader_commit
 from bookproof.grade.report import write_csv, write_gradescope, write_json, write_table
+from bookproof.grade.roster import Roster, RosterError, read_roster
 from bookproof.grade.runner import SubmissionReport, grade_submission
 from bookproof.grade.sandbox import (
     Isolation,
@@ -78,6 +80,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the JSON report here")
     parser.add_argument("--csv", type=Path, metavar="PATH", help="write the CSV gradebook here")
+    parser.add_argument(
+        "--roster",
+        type=Path,
+        metavar="CSV",
+        help="a CSV file with the columns folder,student_id and optionally name: the CSV "
+        "gradebook and the JSON report give each submission its student id (and name). A "
+        "roster folder not graded, or a graded folder not on the roster, is warned about on "
+        "stderr; the folder is still graded",
+    )
     parser.add_argument(
         "--gradescope",
         type=Path,
@@ -268,6 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     problem = _outputs_problem(args)
     if problem is not None:
         return _usage(parser, problem)
+    roster: Roster | None = None
+    if args.roster is not None:
+        try:
+            roster = read_roster(args.roster)
+        except RosterError as exc:
+            return _usage(parser, f"--roster {printable(str(args.roster))}: {exc}")
     isolation = _isolation(args.isolation)
     if not isinstance(isolation, Isolation):
         print(f"grade-exercises: refusing to grade: {isolation}", file=sys.stderr)
@@ -278,10 +295,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for note in aliases:
         print(note, file=sys.stderr)
     names = submission_names(folders)
+    if roster is not None:
+        _warn_unmatched(roster, names)
     limits = Limits(timeout=args.timeout, memory_bytes=args.memory_mb * 1024 * 1024)
     seed = args.seed if args.seed is not None else secrets.randbits(63)
     print(f"grade-exercises: {book.title}; {describe(isolation)}; seed {seed}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _interrupted)
+    # Taken before grading: the report names the grader that graded.
+    grader = grader_commit(ROOT)
     trees = relied_on()
     before = snapshot(trees)
     try:
@@ -308,14 +329,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return ENVIRONMENT_CHANGED
     # Every child is gone by now: write each output once, whole.
-    write_table(sys.stdout, reports)
+    write_table(sys.stdout, book, reports)
     if args.json is not None:
-        write_json(args.json, book, reports, seed=seed, isolation=isolation)
+        write_json(
+            args.json, book, reports, seed=seed, isolation=isolation, grader=grader, roster=roster
+        )
     if args.csv is not None:
-        write_csv(args.csv, book, reports)
+        write_csv(args.csv, book, reports, roster)
     if args.gradescope is not None:
         write_gradescope(args.gradescope, book, reports[0], seed=seed)
     return 0
+
+
+def _warn_unmatched(roster: Roster, names: Sequence[str]) -> None:
+    """One line on stderr per roster folder not graded and per graded folder not on it."""
+    absent, missing = roster.unmatched(names)
+    for folder in absent:
+        print(
+            f"grade-exercises: warning: the roster names {printable(folder)}, which is not "
+            "among the folders graded",
+            file=sys.stderr,
+        )
+    for name in missing:
+        print(
+            f"grade-exercises: warning: {name} is not on the roster: graded, with no student id",
+            file=sys.stderr,
+        )
 
 
 def _grade_all(
