@@ -15,13 +15,14 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from committed import EXERCISES
 from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
 
 ROOT = Path(__file__).resolve().parents[2]
-BOOK = ROOT / "exercises" / "book09"
+BOOK = EXERCISES / "book09"
 SOLUTIONS = ROOT / "solutions" / "book09"
 SOLUTION = (SOLUTIONS / "remote_tools.py").read_text(encoding="utf-8")
 STARTER = (BOOK / "remote_tools.py").read_text(encoding="utf-8")

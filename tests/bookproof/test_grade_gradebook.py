@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from committed import EXERCISES
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,7 +30,7 @@ from bookproof.grade.sandbox import Isolation
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "grade_exercises.py"
 SOLUTION = ROOT / "solutions" / "book02"
-STARTER = ROOT / "exercises" / "book02"
+STARTER = EXERCISES / "book02"
 
 
 def _grade(*args: str, cwd: Path, umask: int | None = None) -> subprocess.CompletedProcess[str]:

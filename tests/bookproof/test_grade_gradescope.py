@@ -236,7 +236,7 @@ def test_run_autograder_that_cannot_isolate_records_no_score_and_says_why(
 def test_each_check_carries_its_declared_visibility_and_a_locked_check_no_colour(
     tmp_path: Path,
 ) -> None:
-    starter = ROOT / "exercises" / "book02"
+    starter = EXERCISES / "book02"
     completed = _grade(
         "--book", "2", "--isolation", "process", "--gradescope", str(tmp_path), str(starter)
     )
@@ -361,14 +361,14 @@ def test_try_runs_the_zip_here_as_gradescope_would(tmp_path: Path) -> None:
     assert f"{len(deferred)} of {len(BOOK.checks)} tests are not shown" in completed.stderr
 
     baseline = sum(check.points for check in BOOK.checks if check.kind == "chapter baseline")
-    _, starter = _try(ROOT / "exercises" / "book02", tmp_path / "starter")
+    _, starter = _try(EXERCISES / "book02", tmp_path / "starter")
     assert starter["score"] == baseline
 
     hostile = tmp_path / "hostile"
     hostile.mkdir()
     workdir = tmp_path / "hostile-run"
     thief = THIEF.replace("WORKDIR", str(workdir))
-    starter_code = (ROOT / "exercises" / "book02" / "shop_tools.py").read_text()
+    starter_code = (EXERCISES / "book02" / "shop_tools.py").read_text()
     (hostile / "shop_tools.py").write_text(starter_code + thief)
     _, forged = _try(hostile, workdir)
     assert forged["score"] <= baseline  # not 1000: the grader wrote results.json
