@@ -264,7 +264,13 @@ def run_with_approvals(
     system: str | None = None,
     recorder: Recorder | None = None,
 ) -> GatedRun:
-    """Chapter 3's loop, ended at the first turn after which an approval stopped the run."""
+    """Chapter 3's loop, ended at the first turn after which an approval stopped the run.
+
+    A run that an approval stops ends inside `run_task`, before its record
+    is built: its trace (SOVEREIGN_TRACE, or `recorder`) holds every event up
+    to the last observation, and no `run_finished`. The stop is in the
+    returned `GatedRun`, and the approvals it waits for are in the store.
+    """
     gated = _GatedModel(model, authority)
     try:
         record = run_task(
