@@ -40,6 +40,7 @@ from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
 
 __all__ = [
     "APPLICATION_ID",
+    "APPROVALS_V3",
     "FILE_FAILURES",
     "MIGRATIONS",
     "MINIMUM_SQLITE",
@@ -192,9 +193,57 @@ RESERVATIONS_V2 = (
     " CONSTRAINT incoming_not_negative CHECK (incoming >= 0)",
 )
 
+# Migration 3 (chapter 10): who may decide, how much may be spent in a week,
+# the approvals a consequential call needs, and the orders they allowed. An
+# approval is bound to one tool and the canonical JSON of one call's arguments;
+# at most one is open (pending or approved) per call, and an order names the
+# approval it used, once: the database refuses a second use, whoever asks.
+APPROVALS_V3 = (
+    """CREATE TABLE operators (
+        name TEXT PRIMARY KEY
+            CONSTRAINT operator_name_length CHECK (length(name) BETWEEN 1 AND 100)
+    ) STRICT""",
+    """CREATE TABLE budget (
+        id INTEGER PRIMARY KEY CONSTRAINT one_budget CHECK (id = 1),
+        weekly_limit_pence INTEGER NOT NULL
+            CONSTRAINT weekly_limit_not_negative CHECK (weekly_limit_pence >= 0)
+    ) STRICT""",
+    """CREATE TABLE approvals (
+        id INTEGER PRIMARY KEY,
+        tool TEXT NOT NULL,
+        arguments TEXT NOT NULL,
+        amount_pence INTEGER NOT NULL
+            CONSTRAINT amount_not_negative CHECK (amount_pence >= 0),
+        run_id TEXT NOT NULL,
+        requested_at INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL
+            CONSTRAINT expires_after_request CHECK (expires_at > requested_at),
+        status TEXT NOT NULL CONSTRAINT known_approval_status
+            CHECK (status IN ('PENDING', 'APPROVED', 'DENIED', 'EXPIRED', 'REVOKED', 'USED')),
+        decided_by TEXT REFERENCES operators (name),
+        decided_at INTEGER,
+        used_at INTEGER,
+        CONSTRAINT decided_by_someone CHECK (
+            status IN ('PENDING', 'EXPIRED') OR decided_by IS NOT NULL
+        ),
+        CONSTRAINT used_when_used CHECK ((status = 'USED') = (used_at IS NOT NULL))
+    ) STRICT""",
+    "CREATE UNIQUE INDEX one_open_approval_per_call ON approvals (tool, arguments)"
+    " WHERE status IN ('PENDING', 'APPROVED')",
+    """CREATE TABLE orders (
+        id INTEGER PRIMARY KEY,
+        sku TEXT NOT NULL REFERENCES products (sku),
+        quantity INTEGER NOT NULL CONSTRAINT order_quantity_positive CHECK (quantity > 0),
+        unit_cost_pence INTEGER NOT NULL
+            CONSTRAINT order_price_positive CHECK (unit_cost_pence > 0),
+        approval_id INTEGER NOT NULL UNIQUE REFERENCES approvals (id),
+        status TEXT NOT NULL CONSTRAINT known_order_status CHECK (status IN ('ORDERED'))
+    ) STRICT""",
+)
+
 # Migration N brings a file from version N-1 to N. Append, never edit: a file
 # already at version N has run migration N exactly as it was written.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1, RESERVATIONS_V2)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1, RESERVATIONS_V2, APPROVALS_V3)
 
 # The store's mark in the file header ("LUCY" in ASCII): a database without it
 # belongs to someone else, and the store neither migrates nor writes it.

@@ -16,6 +16,7 @@ import pytest
 from shop_store import contents, python_child, run_python, start_together
 
 from sovereign_agent.store import (
+    APPROVALS_V3,
     MIGRATIONS,
     RESERVATIONS_V2,
     SCHEMA_V1,
@@ -67,7 +68,8 @@ def test_a_chapter_5_file_opens_at_version_2_with_every_row_kept(chapter_5_file:
     before = contents(chapter_5_file)
     assert before["user_version"] == 1
     with closing(open_store(chapter_5_file)) as connection:
-        assert connection.execute("PRAGMA user_version").fetchone()[0] == 2 == len(MIGRATIONS)
+        # Chapter 10 appended migration 3; a chapter 5 file runs 2 and 3.
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == 3 == len(MIGRATIONS)
     after = contents(chapter_5_file)
     # Each product keeps its four columns and gains two counts of 0.
     assert table(after, "products") == [(*row, 0, 0) for row in table(before, "products")]
@@ -87,13 +89,21 @@ def test_a_chapter_5_file_opens_at_version_2_with_every_row_kept(chapter_5_file:
         ("SKU-STRAWBERRY", 275),
         ("SKU-VANILLA", 250),
     ]
-    # Only the products table's definition changed; every other table, and the index, as before.
-    changed = [
-        name
-        for (_, name, sql), (_, _, old) in zip(after["schema"], before["schema"], strict=True)
-        if sql != old
-    ]
+    # Only the products table's definition changed; every other table, and the
+    # index, as before. Migration 3 (chapter 10) only added tables and an index.
+    old_schema = {name: sql for _, name, sql in before["schema"]}
+    new_schema = {name: sql for _, name, sql in after["schema"]}
+    changed = [name for name, sql in old_schema.items() if new_schema[name] != sql]
     assert changed == ["products"]
+    assert sorted(new_schema.keys() - old_schema.keys()) == [
+        "approvals",
+        "budget",
+        "one_open_approval_per_call",
+        "operators",
+        "orders",
+        "sqlite_autoindex_operators_1",
+        "sqlite_autoindex_orders_1",
+    ]
 
 
 def test_the_migrated_counts_obey_named_rules(chapter_5_file: Path) -> None:
@@ -141,15 +151,18 @@ def test_chapter_5s_code_refuses_the_migrated_file_and_leaves_it_as_it_is(
         str(chapter_5_file),
     )
     assert result.returncode == 0, result.stderr
-    assert "has schema version 2; this code knows versions up to 1" in result.stdout
+    assert f"has schema version {len(MIGRATIONS)}; this code knows versions up to 1" in (
+        result.stdout
+    )
     assert contents(chapter_5_file) == before
 
 
 def test_migration_2_alone_turns_a_version_1_schema_into_the_new_one(tmp_path: Path) -> None:
-    # Running 1 then 2 on an empty file gives the same schema a new store gets.
+    # Running 1 then 2 (then chapter 10's 3) on an empty file gives the same
+    # schema a new store gets.
     stepwise = tmp_path / "stepwise.db"
     with closing(sqlite3.connect(stepwise, isolation_level=None)) as connection:
-        for statement in (*SCHEMA_V1, *RESERVATIONS_V2):
+        for statement in (*SCHEMA_V1, *RESERVATIONS_V2, *APPROVALS_V3):
             connection.execute(statement)
     fresh = tmp_path / "fresh.db"
     open_store(fresh).close()
@@ -174,7 +187,7 @@ def test_a_chapter_5_file_opened_by_two_processes_at_once_is_migrated_once(
     children = [python_child(OPEN_WHEN_TOLD, str(chapter_5_file)) for _ in range(2)]
     start_together(children)
     results = [child.communicate(timeout=120) for child in children]
-    assert [out for out, _ in results] == ["2\n", "2\n"], results
+    assert [out for out, _ in results] == [f"{len(MIGRATIONS)}\n"] * 2, results
     with closing(sqlite3.connect(chapter_5_file)) as connection:
         columns = [row[1] for row in connection.execute("PRAGMA table_info(products)")]
     # Had the second process run migration 2 again, ADD COLUMN would have failed on a duplicate.

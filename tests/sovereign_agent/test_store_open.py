@@ -233,7 +233,16 @@ def test_processes_opening_one_new_file_at_once_migrate_it_exactly_once(tmp_path
     assert [out for out, _ in results] == [f"{len(MIGRATIONS)}\n"] * 4, results
     assert all(child.returncode == 0 for child in children)
     tables = [row for row in contents(path)["schema"] if row[0] == "table"]
-    assert sorted(name for _, name, _ in tables) == ["deliveries", "drafts", "prices", "products"]
+    assert sorted(name for _, name, _ in tables) == [
+        "approvals",
+        "budget",
+        "deliveries",
+        "drafts",
+        "operators",
+        "orders",
+        "prices",
+        "products",
+    ]
 
 
 def test_the_sqlite3_module_begins_no_transaction_of_its_own(tmp_path: Path) -> None:

@@ -200,8 +200,12 @@ def test_every_table_is_strict_and_every_check_is_named(tmp_path: Path) -> None:
             row[0] for row in connection.execute("SELECT sql FROM sqlite_schema WHERE sql NOT NULL")
         ]
     assert sorted((name, strict) for name, strict in tables) == [
+        ("approvals", 1),
+        ("budget", 1),
         ("deliveries", 1),
         ("drafts", 1),
+        ("operators", 1),
+        ("orders", 1),
         ("prices", 1),
         ("products", 1),
     ]
