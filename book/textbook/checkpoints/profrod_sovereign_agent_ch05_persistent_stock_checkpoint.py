@@ -45,7 +45,9 @@ SECOND_PROCESS = """
     from sovereign_agent.store import open_store, read_drafts
 
     drafts = [d for d in read_drafts(open_store(sys.argv[1])) if d["status"] == "DRAFT"]
-    seen = ", ".join(f"{d['sku']} {d['quantity']} tubs ({d['total_pence']:,} pence)" for d in drafts)
+    seen = ", ".join(
+        f"{d['sku']} {d['quantity']} tubs ({d['total_pence']:,} pence)" for d in drafts
+    )
     print(f"second process sees: {seen}: {sum(d['total_pence'] for d in drafts):,} pence in all")
 """
 
