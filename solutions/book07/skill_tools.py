@@ -24,7 +24,7 @@ from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ToolMessage
 from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
-from sovereign_agent.skills import _line_of
+from sovereign_agent.skills import line_of
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, Setup, ToolCall
 
 # --- Chapter 7: reading skills, finding them, loading them --------------------------
@@ -190,10 +190,10 @@ def parse_skill(path: Path, text: str) -> Skill:
         problem = error.errors(include_url=False, include_input=False)[0]
         location = tuple(problem["loc"])
         where = ".".join(str(part) for part in location)
-        line = closing if problem["type"] == "missing" else _line_of(node, location) + 2
+        line = closing if problem["type"] == "missing" else line_of(node, location) + 2
         raise SkillError(path, line, f"{where}: {problem['msg']}") from None
     if front.name != path.parent.name:
-        line = _line_of(node, ("name",)) + 2
+        line = line_of(node, ("name",)) + 2
         raise SkillError(path, line, f"name {front.name!r} differs from its folder's name")
     if not instructions:
         raise SkillError(path, closing, "no instructions follow the front matter")

@@ -70,6 +70,7 @@ __all__ = [
     "build_skill_tools",
     "discover_skills",
     "is_inside",
+    "line_of",
     "load_skill_tool",
     "parse_skill",
     "read_front_matter",
@@ -217,9 +218,12 @@ def read_front_matter(path: Path, text: str) -> tuple[str, int, str]:
     raise SkillError(path, 1, "the front matter is never closed by a line holding only ---")
 
 
-def _line_of(node: yaml.Node, location: tuple[str | int, ...]) -> int:
-    # The line (counted in the front matter, from 0) of the value a Pydantic
-    # error points at: the key's line, or the list item's.
+def line_of(node: yaml.Node, location: tuple[str | int, ...]) -> int:
+    """The line, counted in the front matter from 0, of what a Pydantic error points at.
+
+    The key's line, or the list item's; a location that leads past what the
+    YAML holds stops at the last line found on the way.
+    """
     line = node.start_mark.line
     for part in location:
         if isinstance(node, yaml.MappingNode):
@@ -268,10 +272,10 @@ def parse_skill(path: Path, text: str) -> Skill:
         problem = error.errors(include_url=False, include_input=False)[0]
         location = tuple(problem["loc"])
         where = ".".join(str(part) for part in location)
-        line = closing if problem["type"] == "missing" else _line_of(node, location) + 2
+        line = closing if problem["type"] == "missing" else line_of(node, location) + 2
         raise SkillError(path, line, f"{where}: {problem['msg']}") from None
     if front.name != path.parent.name:
-        line = _line_of(node, ("name",)) + 2
+        line = line_of(node, ("name",)) + 2
         raise SkillError(path, line, f"name {front.name!r} differs from its folder's name")
     if not instructions:
         raise SkillError(path, closing, "no instructions follow the front matter")

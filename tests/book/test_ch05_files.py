@@ -31,11 +31,11 @@ RUNTIME = Path(sovereign_agent.store.__file__)
 # The facts the chapter promises, written out independently of the code.
 FACTS = (
     "seeded from SHOP (on hand/target): SKU-CHOCOLATE 7/6, SKU-STRAWBERRY 1/5, SKU-VANILLA 2/8",
-    "saved draft 1: SKU-VANILLA 6 tubs, 1500 pence, DRAFT",
-    "saved draft 2: SKU-STRAWBERRY 4 tubs, 1100 pence, DRAFT",
+    "saved draft 1: SKU-VANILLA 6 tubs, 1,500 pence, DRAFT",
+    "saved draft 2: SKU-STRAWBERRY 4 tubs, 1,100 pence, DRAFT",
     "drafts saved: 2",
-    "second process sees: SKU-VANILLA 6 tubs (1500 pence), SKU-STRAWBERRY 4 tubs (1100 pence):"
-    " 2600 pence in all",
+    "second process sees: SKU-VANILLA 6 tubs (1,500 pence), SKU-STRAWBERRY 4 tubs (1,100 pence):"
+    " 2,600 pence in all",
     "delivery of 7 SKU-VANILLA: on_hand 9, need 0",
     "in one transaction: BEGIN, INSERT, UPDATE, SELECT, UPDATE, SELECT, COMMIT",
     "draft 1 SKU-VANILLA: SUPERSEDED",
@@ -168,7 +168,7 @@ def test_a_provider_that_drafts_a_wrong_quantity_saves_nothing_for_it() -> None:
     # The operator's own request then saves the draft, and the second process sees it alone.
     assert "drafts saved: 1" in result.stdout
     assert (
-        "second process sees: SKU-VANILLA 6 tubs (1500 pence): 1500 pence in all" in result.stdout
+        "second process sees: SKU-VANILLA 6 tubs (1,500 pence): 1,500 pence in all" in result.stdout
     )
 
 

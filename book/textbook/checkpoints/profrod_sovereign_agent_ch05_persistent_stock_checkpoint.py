@@ -45,8 +45,10 @@ SECOND_PROCESS = """
     from sovereign_agent.store import open_store, read_drafts
 
     drafts = [d for d in read_drafts(open_store(sys.argv[1])) if d["status"] == "DRAFT"]
-    seen = ", ".join(f"{d['sku']} {d['quantity']} tubs ({d['total_pence']} pence)" for d in drafts)
-    print(f"second process sees: {seen}: {sum(d['total_pence'] for d in drafts)} pence in all")
+    seen = ", ".join(
+        f"{d['sku']} {d['quantity']} tubs ({d['total_pence']:,} pence)" for d in drafts
+    )
+    print(f"second process sees: {seen}: {sum(d['total_pence'] for d in drafts):,} pence in all")
 """
 
 
@@ -77,7 +79,7 @@ def main() -> int:
             for draft in read_drafts(store):
                 print(
                     f"saved draft {draft['id']}: {draft['sku']} {draft['quantity']} tubs,"
-                    f" {draft['total_pence']} pence, {draft['status']}"
+                    f" {draft['total_pence']:,} pence, {draft['status']}"
                 )
 
             # The request the plan already made: the saved draft comes back.
@@ -107,7 +109,7 @@ def main() -> int:
             for draft in read_drafts(store):
                 print(f"draft {draft['id']} {draft['sku']}: {draft['status']}")
             still_open = [d for d in read_drafts(store) if d["status"] == "DRAFT"]
-            print("open drafts now:", sum(d["total_pence"] for d in still_open), "pence")
+            print(f"open drafts now: {sum(d['total_pence'] for d in still_open):,} pence")
     if record.error is not None:
         print("error:", record.error)
     return 0 if record.stop_reason is StopReason.FINAL_ANSWER else 1

@@ -122,8 +122,8 @@ def main() -> int:
     show_narrowings(morning)
     drafts = drafts_in(morning)
     for draft in drafts:
-        print(f"draft {draft['sku']}: {draft['quantity']} tubs, {draft['total_pence']} pence")
-    print("drafts total:", sum(draft["total_pence"] for draft in drafts), "pence")
+        print(f"draft {draft['sku']}: {draft['quantity']} tubs, {draft['total_pence']:,} pence")
+    print(f"drafts total: {sum(draft['total_pence'] for draft in drafts):,} pence")
     print("answer:", morning.answer)
 
     print("task:", BULK_TASK)

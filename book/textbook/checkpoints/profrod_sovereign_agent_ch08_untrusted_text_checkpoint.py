@@ -272,7 +272,7 @@ def main() -> int:
     show_run(priced)
     show_narrowings(priced)
     for quote in quotes_in(priced):
-        print(f"quoted {quote['sku']}: {quote['unit_cost_pence']} pence")
+        print(f"quoted {quote['sku']}: {quote['unit_cost_pence']:,} pence")
     print("answer:", priced.answer)
     finished = {record.stop_reason, priced.stop_reason} == {StopReason.FINAL_ANSWER}
     return 0 if finished and not purchases else 1

@@ -37,7 +37,6 @@ from sovereign_agent.loop import (
 )
 from sovereign_agent.models import Message, ModelClient, ModelError, SystemMessage, UserMessage
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
-from sovereign_agent.skills import _line_of
 from sovereign_agent.tools import (
     EXPECTED_FAILURES,
     MAX_RESULT_BYTES_LIMITS,
@@ -530,6 +529,28 @@ def read_front_matter(path: Path, text: str) -> tuple[str, int, str]:
     raise SkillError(path, 1, "the front matter is never closed by a line holding only ---")
 
 
+def line_of(node: yaml.Node, location: tuple[str | int, ...]) -> int:
+    """The line, counted in the front matter from 0, of what a Pydantic error points at.
+
+    The key's line, or the list item's; a location that leads past what the
+    YAML holds stops at the last line found on the way.
+    """
+    line = node.start_mark.line
+    for part in location:
+        if isinstance(node, yaml.MappingNode):
+            found = [(key, value) for key, value in node.value if key.value == part]
+            if not found:
+                return line
+            key, node = found[0]
+            line = key.start_mark.line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+            line = node.start_mark.line
+    return line
+
+
 def parse_skill(path: Path, text: str) -> Skill:
     """One SKILL.md's text as a skill, or a SkillError naming the line that is wrong."""
     source, closing, instructions = read_front_matter(path, text)
@@ -562,10 +583,10 @@ def parse_skill(path: Path, text: str) -> Skill:
         problem = error.errors(include_url=False, include_input=False)[0]
         location = tuple(problem["loc"])
         where = ".".join(str(part) for part in location)
-        line = closing if problem["type"] == "missing" else _line_of(node, location) + 2
+        line = closing if problem["type"] == "missing" else line_of(node, location) + 2
         raise SkillError(path, line, f"{where}: {problem['msg']}") from None
     if front.name != path.parent.name:
-        line = _line_of(node, ("name",)) + 2
+        line = line_of(node, ("name",)) + 2
         raise SkillError(path, line, f"name {front.name!r} differs from its folder's name")
     if not instructions:
         raise SkillError(path, closing, "no instructions follow the front matter")
