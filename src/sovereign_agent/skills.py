@@ -1,4 +1,4 @@
-"""Partly printed, in chapters 7 and 8: skills, packaged know-how that narrows a run, never widens.
+"""Printed in chapters 7 and 8: skills, packaged know-how that narrows a run, never widens.
 
 A skill is a folder holding `SKILL.md`: YAML front matter between two `---`
 lines (`name`, `description`, optionally `allowed-tools`), then Markdown
