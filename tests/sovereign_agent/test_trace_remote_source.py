@@ -204,3 +204,30 @@ def test_a_hostile_source_is_displayed_escaped(recorded: Path, tmp_path: Path) -
     assert replayed.returncode != 0
     assert "\x1b" not in replayed.stdout + replayed.stderr
     assert "does not know" in replayed.stdout + replayed.stderr
+
+
+def test_a_recorded_remote_failure_is_repeated_from_the_trace(
+    recorded: Path, tmp_path: Path
+) -> None:
+    # As if the supplier had not answered r2 in time: the replay, which never
+    # asks the server, must fail that call the same way, from the record.
+    lines = []
+    for line in recorded.read_text().splitlines():
+        event = json.loads(line)
+        if event["event"] == "tool_outcome" and event["gen_ai.tool.call.id"] == "r2":
+            event.update(
+                {
+                    "code": "tool_failed",
+                    "gen_ai.tool.call.result": {"ok": False, "error": "tool_failed"},
+                    "failure_stage": "handler",
+                    "exception.type": "RemoteFailure",
+                    "exception.message": "no answer within 10.0 s",
+                }
+            )
+        lines.append(json.dumps(event))
+    trace = tmp_path / "failed.jsonl"
+    trace.write_text("\n".join(lines) + "\n")
+    (run,) = read_trace(trace)
+    report = replay_run(run)
+    assert report.divergence is None, report.divergence
+    assert not any("message changed" in note for note in report.notes)

@@ -17,7 +17,7 @@ repeated, never asked for again.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow
@@ -33,21 +33,26 @@ __all__ = ["RecordedRemoteFailure", "remote_sources", "with_recorded_remote"]
 
 
 class RecordedRemoteFailure(ConnectionError):
-    """A remote call the recorded run saw fail, failing again the same way, from the trace.
+    """A recorded remote failure of a type replay does not raise again: the replay diverges."""
 
-    A `ConnectionError`, as the runtime's `RemoteFailure` is: the dispatcher
-    treats it as the expected failure it was.
+
+def _raised(exception_type: str) -> Callable[[str], Exception]:
+    """The exception a replayed remote handler raises for a recorded failure of this type.
+
+    The types a remote tool's handler raises (`RemoteFailure`, `PermissionError`
+    for a tool the server changed, `TimeoutError`), so the dispatcher records the
+    same type again; any other is answered with RecordedRemoteFailure, and the
+    comparison of `exception.type` says so.
     """
+    # Imported here: only a run that joined remote tools needs the MCP client.
+    from sovereign_agent.mcp.remote import RemoteFailure
 
-
-# The recorded exception types a replayed remote handler raises again; any
-# other type is answered with RecordedRemoteFailure, and the replay says so.
-_RAISED: Mapping[str, Callable[[str], Exception]] = {
-    "RemoteFailure": RecordedRemoteFailure,
-    "RecordedRemoteFailure": RecordedRemoteFailure,
-    "PermissionError": PermissionError,
-    "TimeoutError": TimeoutError,
-}
+    known: dict[str, Callable[[str], Exception]] = {
+        "RemoteFailure": RemoteFailure,
+        "PermissionError": PermissionError,
+        "TimeoutError": TimeoutError,
+    }
+    return known.get(exception_type, RecordedRemoteFailure)
 
 
 def remote_sources(run: RecordedRun) -> list[str]:
@@ -75,7 +80,7 @@ def _answers(run: RecordedRun, name: str) -> deque[Callable[[], Any]]:
 
 def _answer(outcome: ToolOutcomeEvent, after: object) -> Callable[[], Any]:
     if outcome.failure_stage == "handler" and outcome.exception_type is not None:
-        raise_as = _RAISED.get(outcome.exception_type, RecordedRemoteFailure)
+        raise_as = _raised(outcome.exception_type)
         message = outcome.exception_message or ""
 
         def failed() -> Any:
