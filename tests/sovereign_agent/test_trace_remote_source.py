@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sovereign_agent.loop import run_task
 from sovereign_agent.mcp.remote import connect, dispatcher_with_remote
@@ -24,9 +26,17 @@ from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.shop import build_tools
 from sovereign_agent.toolsets import SourcedTools
-from sovereign_agent.trace.format import ToolCallEvent, ToolOutcomeEvent, read_trace
+from sovereign_agent.trace.format import (
+    ToolCallEvent,
+    ToolOutcomeEvent,
+    parse_trace,
+    read_trace,
+)
+from sovereign_agent.trace.inputs import printable
 from sovereign_agent.trace.recorder import JsonLinesFile, Recorder
 from sovereign_agent.trace.replay import replay_run
+from sovereign_agent.trace.summary import format_summary, summarize
+from sovereign_agent.trace.timeline import format_timeline, timeline
 
 ROOT = Path(__file__).resolve().parents[2]
 SUPPLIER = [sys.executable, str(ROOT / "book/textbook/servers/supplier_mcp.py")]
@@ -231,3 +241,31 @@ def test_a_recorded_remote_failure_is_repeated_from_the_trace(
     report = replay_run(run)
     assert report.divergence is None, report.divergence
     assert not any("message changed" in note for note in report.notes)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(source=st.text(min_size=1, max_size=40))
+def test_any_source_text_reaches_the_terminal_quoted_and_escaped(
+    recorded: Path, source: str
+) -> None:
+    lines = []
+    for line in recorded.read_text().splitlines():
+        event = json.loads(line)
+        if "source" in event:
+            event["source"] = source
+        lines.append(json.dumps(event) + "\n")
+    (run,) = parse_trace(lines)
+    assert all(
+        event.source == source
+        for event in run.events
+        if isinstance(event, ToolCallEvent | ToolOutcomeEvent)
+    )
+    shown = [printable(line) for line in format_timeline(timeline(run))]
+    shown += [printable(line) for line in format_summary(summarize([run]))]
+    for line in shown:
+        # Nothing a terminal could act on, and no line break a label could forge.
+        assert line.isprintable(), line
+    quoted = json.dumps(source, ensure_ascii=False)
+    assert any(f"via {printable(quoted)}" in line for line in shown)

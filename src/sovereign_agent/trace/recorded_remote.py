@@ -139,6 +139,13 @@ def with_recorded_remote(run: RecordedRun, local: Dispatcher) -> tuple[Dispatche
     remote = remote_sources(run)
     if not remote:
         return local, sources
+    if local.has_write_authority:
+        # The authority is code the setup holds and no dispatcher hands out:
+        # rebuilding without it would refuse what the recorded run let through.
+        raise ReplaySetupError(
+            "the setup's dispatcher has a write authority, which replay cannot carry over "
+            "when it adds the recorded remote tools; build them without one"
+        )
     tools = list(local.tools.values())
     allowed = set(local.allowed)
     for source in remote:
