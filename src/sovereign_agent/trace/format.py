@@ -135,6 +135,9 @@ class ToolCallEvent(_Envelope):
     tool_name: str = Field(alias="gen_ai.tool.name")
     call_id: str = Field(alias="gen_ai.tool.call.id")
     arguments: str = Field(alias="gen_ai.tool.call.arguments")
+    # Optional within version 1: written only when the run's tools came from
+    # several sources (chapter 9). Absent means "not recorded", never "local".
+    source: str | None = Field(default=None, min_length=1)
 
 
 class RecordedProblem(BaseModel):
@@ -158,6 +161,7 @@ class ToolOutcomeEvent(_Envelope):
     exception_type: str | None = Field(alias="exception.type")
     exception_message: str | None = Field(alias="exception.message")
     argument_problems: list[RecordedProblem]
+    source: str | None = Field(default=None, min_length=1)
 
 
 class ScopeNarrowedEvent(_Envelope):

@@ -426,8 +426,13 @@ class Recorder:
         clock: Callable[[], int] = time.perf_counter_ns,
         wall_clock: Callable[[], int] = time.time_ns,
         new_run_id: Callable[[], str] = _new_run_id,
+        sources: Mapping[str, str] | None = None,
     ) -> None:
         self._sink = sink
+        # Which source each tool came from (`JoinedTools.sources`), handed in by
+        # whoever joined them: chapter 2's dispatcher, which the chapters print,
+        # does not know. Without it no event carries a source, as before.
+        self._sources: Mapping[str, str] = {} if sources is None else dict(sources)
         self._clock = clock
         self._wall_clock = wall_clock
         self._new_run_id = new_run_id
@@ -577,6 +582,7 @@ class Recorder:
                 "gen_ai.tool.name": raw.name,
                 "gen_ai.tool.call.id": raw.id,
                 "gen_ai.tool.call.arguments": raw.arguments_json,
+                **self._source(raw.name),
             }
         )
 
@@ -608,8 +614,15 @@ class Recorder:
                     {"location": list(problem.location), "kind": problem.kind}
                     for problem in outcome.argument_problems
                 ],
+                **self._source(raw.name),
             }
         )
+
+    def _source(self, name: str) -> dict[str, str]:
+        # A name no source offered (the model made it up) gets no source: the
+        # field says where a call went, and such a call went nowhere.
+        source = self._sources.get(name)
+        return {} if source is None else {"source": source}
 
     def scope_narrowed(self, narrowing: Narrowing) -> None:
         if self._sink is None:
@@ -665,18 +678,23 @@ _ENV_SINKS: dict[tuple[str, tuple[str, ...]], JsonLinesFile] = {}
 _ENV_SINKS_KEPT = 64
 
 
-def recorder_from_env(environ: Mapping[str, str] | None = None) -> Recorder:
+def recorder_from_env(
+    environ: Mapping[str, str] | None = None, *, sources: Mapping[str, str] | None = None
+) -> Recorder:
     """A recorder that appends to the file `SOVEREIGN_TRACE` names, or one that records nothing.
 
     Without `environ`, the process's environment as it is when the run starts:
-    the file it names now, and the keys it holds now.
+    the file it names now, and the keys it holds now. `sources` is the joined
+    tools' `sources` (chapter 9), so each call's event names where it went.
     """
     env = os.environ if environ is None else environ
     path = env.get(TRACE_VARIABLE, "").strip()
     if not path:
         return Recorder(None)
     if environ is not None:
-        return Recorder(JsonLinesFile(Path(path), secrets=secrets_from_env(environ)))
+        return Recorder(
+            JsonLinesFile(Path(path), secrets=secrets_from_env(environ)), sources=sources
+        )
     if not os.path.isabs(path):
         # Absolute now: a later change of directory must not move the trace.
         path = os.path.join(os.getcwd(), path)
@@ -686,4 +704,4 @@ def recorder_from_env(environ: Mapping[str, str] | None = None) -> Recorder:
         if len(_ENV_SINKS) >= _ENV_SINKS_KEPT:
             _ENV_SINKS.clear()
         sink = _ENV_SINKS[key] = JsonLinesFile(Path(path), secrets=key[1])
-    return Recorder(sink)
+    return Recorder(sink, sources=sources)

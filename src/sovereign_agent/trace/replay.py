@@ -21,6 +21,12 @@ description only is a note, not a divergence: the dispatcher treats every
 request exactly as before, so the replay still proves what it proves. Whether
 a model still chooses well after reading the new words is a question for an
 evaluation (`sovereign_agent.evaluate`), not for a replay.
+
+A call to a remote tool (chapter 9; its event's `source` is `mcp:...`) is
+answered from the trace: the server is not started or asked. The tool
+itself is built from today's declaration, so its schema fingerprint, the
+allowlist and the argument checks are today's and are compared; what the
+server answered is only repeated (`recorded_remote`).
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from sovereign_agent.trace.format import (
     parse_event,
     schema_fingerprint,
 )
+from sovereign_agent.trace.recorded_remote import remote_sources, with_recorded_remote
 from sovereign_agent.trace.recorder import Recorder, encode_event
 from sovereign_agent.trace.setups import (
     KNOWN_SETUPS,
@@ -319,6 +326,8 @@ class _Checker:
             self._same(
                 line, recorded, "gen_ai.tool.call.arguments", recorded.arguments, now.arguments
             )
+            if recorded.source is not None:
+                self._same(line, recorded, "source", recorded.source, now.source)
         elif isinstance(recorded, ToolOutcomeEvent) and isinstance(now, ToolOutcomeEvent):
             self._compare_outcome(line, recorded, now)
         elif isinstance(recorded, ScopeNarrowedEvent) and isinstance(now, ScopeNarrowedEvent):
@@ -390,6 +399,8 @@ class _Checker:
         self._same(
             line, recorded, "argument_problems", recorded.argument_problems, now.argument_problems
         )
+        if recorded.source is not None:
+            self._same(line, recorded, "source", recorded.source, now.source)
         self._compare_fingerprint(
             line, recorded, recorded.tool_name, recorded.schema_fingerprint, now.schema_fingerprint
         )
@@ -421,8 +432,17 @@ def replay_run(
         )
     started = run.started
     dispatcher = dispatcher_for(started.setup, setup, root=root)
+    # The remote part is never rebuilt by connecting: its calls are answered
+    # from the trace, through today's declarations (see `recorded_remote`).
+    dispatcher, sources = with_recorded_remote(run, dispatcher)
     replies = [event for event in run.events if isinstance(event, ModelReplyEvent)]
     checker = _Checker(run)
+    remote = remote_sources(run)
+    if remote:
+        checker.notes.append(
+            f"calls to {', '.join(remote)} were answered from the trace (recorded outcomes): "
+            "the server was not asked, so its behaviour is not re-checked"
+        )
     span = (run.lines[0], run.lines[-1])
     try:
         run_task(
@@ -432,7 +452,7 @@ def replay_run(
             max_steps=started.max_steps,
             max_tool_calls=started.max_tool_calls,
             system=started.system,
-            recorder=Recorder(checker),
+            recorder=Recorder(checker, sources=sources),
         )
     except _Diverged as stop:
         matched = stop.divergence.seq - 1

@@ -12,6 +12,12 @@ gives (`--root DIR`); without one, a setup that reads files is refused, and a
 folder that resolves outside the root (through `..`, an absolute path or a
 link) is refused before anything in it is read. The recorded value may be
 absolute, as the runtime writes it, or relative to the root.
+
+A run that joined a remote server's tools (chapter 9) records the setup of
+its local part only; each call to a remote tool records its source
+(`mcp:supplier`). Replay builds the local part from the setup, and each
+remote source from the shop's declarations today, by the source's name in
+`KNOWN_REMOTE_SOURCES`: again a name looked up, never code the trace chose.
 """
 
 from __future__ import annotations
@@ -25,11 +31,13 @@ from types import MappingProxyType
 from typing import Any
 
 __all__ = [
+    "KNOWN_REMOTE_SOURCES",
     "KNOWN_SETUPS",
     "KnownSetup",
     "ReplaySetupError",
     "confined_arguments",
     "known_setup",
+    "remote_declarations",
 ]
 
 
@@ -144,3 +152,28 @@ def confined_arguments(
         **arguments,
         **{folder: _inside(base, folder, arguments[folder]) for folder in folders},
     }
+
+
+# Each remote source a trace may name, and where the shop declares its tools:
+# (module, attribute), this runtime's constants.
+KNOWN_REMOTE_SOURCES: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {"mcp:supplier": ("sovereign_agent.mcp.supplier", "SUPPLIER_DECLARATIONS")}
+)
+
+
+def remote_declarations(source: str) -> tuple[Any, ...]:
+    """Today's declarations (`mcp.remote.Declared`) of a remote source a trace names."""
+    known = KNOWN_REMOTE_SOURCES.get(source)
+    if known is None:
+        shown = source if len(source) <= 60 else source[:57] + "..."
+        raise ReplaySetupError(
+            f"the trace's calls went to the remote source {shown!r}, whose declarations "
+            f"replay does not know; name a function that builds the same tools with "
+            f"--setup module:function"
+        )
+    try:
+        module = importlib.import_module(known[0])
+    except ImportError as error:
+        raise ReplaySetupError(f"cannot build the remote tools: {error}") from None
+    declarations: tuple[Any, ...] = tuple(getattr(module, known[1]))
+    return declarations

@@ -10,6 +10,7 @@ reply no one could answer; a model error is the provider.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -96,6 +97,8 @@ class TraceSummary:
     stops_by_class: Counter[FailureClass] = field(default_factory=Counter)
     stop_reasons: Counter[str] = field(default_factory=Counter)
     exceptions: Counter[str] = field(default_factory=Counter)
+    # Calls by the source their tool came from; only calls whose event names one.
+    sources: Counter[str] = field(default_factory=Counter)
 
 
 def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
@@ -104,6 +107,7 @@ def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
     stops_by_class: Counter[FailureClass] = Counter()
     stop_reasons: Counter[str] = Counter()
     exceptions: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
     requests = calls = ran = 0
     for run in runs:
         for event in run.events:
@@ -112,6 +116,8 @@ def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
             elif isinstance(event, ToolOutcomeEvent):
                 calls += 1
                 ran += event.handler_ran
+                if event.source is not None:
+                    sources[event.source] += 1
                 found = failure_class(event.code, event.failure_stage)
                 if found is not None:
                     calls_by_class[found] += 1
@@ -137,6 +143,7 @@ def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
         stops_by_class=stops_by_class,
         stop_reasons=stop_reasons,
         exceptions=exceptions,
+        sources=sources,
     )
 
 
@@ -158,6 +165,13 @@ def format_summary(summary: TraceSummary) -> list[str]:
     if summary.exceptions:
         kinds = ", ".join(f"{name} {count}" for name, count in sorted(summary.exceptions.items()))
         lines.append(f"tool failed, by exception: {kinds}")
+    if summary.sources:
+        # Quoted as JSON: a label is the trace's text, not ours.
+        by_source = ", ".join(
+            f"{json.dumps(name, ensure_ascii=False)} {count}"
+            for name, count in sorted(summary.sources.items())
+        )
+        lines.append(f"calls by source: {by_source}")
     incomplete = summary.runs - summary.complete
     if incomplete:
         lines.append(f"{incomplete} run(s) without run_finished: cut off, or their process stopped")

@@ -128,6 +128,12 @@ def _outcome(event: ToolOutcomeEvent, limit: int | None) -> str:
     return said
 
 
+def _source(source: str | None, limit: int | None) -> str:
+    # Quoted as JSON: the label is the trace's text, and a hostile one must
+    # not pass for part of the line around it.
+    return "" if source is None else f" via {_quoted(source, limit)}"
+
+
 def _reply(event: ModelReplyEvent, limit: int | None) -> str:
     if event.tool_calls:
         said = f"{len(event.tool_calls)} call(s): " + ", ".join(
@@ -190,7 +196,8 @@ def timeline(run: RecordedRun, *, limit: int | None = None) -> list[Row]:
                     str(event.step),
                     f"tool {event.tool_name}",
                     format_duration(event.duration_ns),
-                    f"[{event.call_id}] {_cut(arguments, limit)} -> {_outcome(event, limit)}",
+                    f"[{event.call_id}]{_source(event.source, limit)} {_cut(arguments, limit)} "
+                    f"-> {_outcome(event, limit)}",
                     _tone(event.code),
                 )
             )
