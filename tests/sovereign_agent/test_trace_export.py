@@ -273,7 +273,7 @@ def test_a_narrowing_is_an_event_on_its_call_span() -> None:
         ScriptedModel(
             [turn(ask("c1", "load_skill", skill="bulk-buyer")), AssistantMessage(content="ok")]
         ),
-        build_skill_tools(shop, skills_root=str(ROOT / "book/textbook/skills")),
+        build_skill_tools(shop, skills_root=str(ROOT / "book/textbook/skills"), provenance="shop"),
         "Stock up.",
         max_steps=3,
         max_tool_calls=3,

@@ -166,7 +166,7 @@ def test_a_narrowing_is_shown_with_what_it_kept_and_removed() -> None:
     shop = {"products": [dict(p) for p in SHOP["products"]]}
     run_task(
         ScriptedModel(script),
-        build_skill_tools(shop, skills_root=str(ROOT / "book/textbook/skills")),
+        build_skill_tools(shop, skills_root=str(ROOT / "book/textbook/skills"), provenance="shop"),
         "Stock up.",
         max_steps=3,
         max_tool_calls=3,
