@@ -69,8 +69,8 @@ def _reworded(rng: random.Random, tools: list[dict[str, Any]], name: str) -> lis
     points=2,
     section=S_UNIT_B,
     asks="A joined tool whose description changes is found changed; the others are not.",
-    hint="Compare everything the server says about each joined tool (name, description, "
-    "input schema) with the one copy checked at connection.",
+    hint="A joined tool whose name, description or input schema changed on a later list was "
+    "not found changed, or an unchanged tool was.",
 )
 def ex2_reworded_is_changed(rng: random.Random) -> Trial:
     planted = secret(rng)
@@ -125,8 +125,8 @@ def ex2_schema_vanished_or_twice(rng: random.Random) -> Trial:
     section=S_RUG,
     asks="A change is judged against the connection's list: a change kept in the next list "
     "is still a change.",
-    hint="Compare each later list with what was checked at connection, never with the "
-    "list before it.",
+    hint="A joined tool that changed on one list and stayed changed on the next was not found "
+    "changed on that next list.",
 )
 def ex2_judged_against_connection(rng: random.Random) -> Trial:
     planted = secret(rng)
