@@ -265,8 +265,8 @@ def ex2_taken_at(rng: random.Random) -> Trial:
     points=1,
     section=S_REQUEST,
     asks="The request is a system message naming taken_at, then the stamped snapshot.",
-    hint="The request did not carry both rules that mention when the snapshot was taken and "
-    "the stamped snapshot itself.",
+    hint="The request did not carry a system message that mentions when the snapshot was "
+    "taken, followed by the stamped snapshot.",
 )
 def ex2_request(rng: random.Random) -> Trial:
     shop = fx.shop()

@@ -295,8 +295,8 @@ def ex1_count_empty(rng: random.Random) -> Trial:
     section=S_UNIT_A,
     asks="A count that moves a need supersedes that sku's draft, one that keeps the need leaves "
     "its draft open, and a new request then saves the new draft.",
-    hint="A count that made an open draft stale (a count of vanilla that covers the need) left "
-    "that draft open.",
+    hint="A count that moved a product's need left its open draft open, a count that kept the "
+    "need closed it, or a new request afterwards did not save a new draft.",
 )
 def ex1_count_supersedes(rng: random.Random) -> Trial:
     shop = fx.SeededShop(rng)

@@ -322,8 +322,8 @@ def ex1_note_all_or_nothing(rng: random.Random) -> Trial:
     section=S_UNIT_A,
     asks="A line of 2.0, True, '4', 0 or -1 tubs, first or last on the note, raises and "
     "changes nothing.",
-    hint="A line of 0, negative or non-whole tubs was received, or received part of the note "
-    "before it was refused.",
+    hint="A line of 2.0, True, '4', 0 or -1 tubs, first or last on the note, was received "
+    "instead of refused, or changed the stock.",
 )
 def ex1_note_bad_numbers(rng: random.Random) -> Trial:
     freezer = _van(rng)
@@ -528,7 +528,7 @@ def _in_the_freezer(freezer: fx.SeededShop, *, needing: bool = False) -> list[st
     points=1,
     section=S_UNIT_B,
     asks="A write-off that raises the need supersedes the open draft for the old need.",
-    hint="A write-off that made an open draft stale left that draft open.",
+    hint="A write-off that raised a product's need left the open draft for the old need open.",
 )
 def ex2_write_off_supersedes(rng: random.Random) -> Trial:
     freezer = fx.SeededShop(rng, counts=True, most_invented=2)

@@ -165,8 +165,7 @@ def ex2_draft_reserved(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="The stock report and the draft check both take the need from replenishment_need.",
-    hint="The stock report and the draft disagreed about a product's need once the need's rule "
-    "was changed: the need is worked out in more than one place.",
+    hint="When the need's rule was changed, the stock report or the draft check did not follow it.",
 )
 def ex2_one_need_function(rng: random.Random) -> Trial:
     tc = _calls(rng)

@@ -185,7 +185,8 @@ def ex2_refused_before_load(rng: random.Random) -> Trial:
     section=S_UNIT_B,
     asks="A reference name that is a path, or not a lowercase .md name, is refused as "
     "invalid_arguments, before any handler runs.",
-    hint="A reference name that is a path, or not a plain name, was read.",
+    hint="A reference name that is a path, or not a lowercase .md name, reached the handler "
+    "instead of being refused as invalid arguments.",
     requires=ex2_read_after_load,
 )
 def ex2_names_are_plain(rng: random.Random) -> Trial:
@@ -223,7 +224,8 @@ def ex2_names_are_plain(rng: random.Random) -> Trial:
     section=S_UNIT_B,
     asks="A reference over 8,192 bytes fails, and none of its text reaches the model; one of "
     "exactly 8,192 bytes is read.",
-    hint="A reference larger than the limit was read instead of refused.",
+    hint="A reference over the size limit was read, or some of its text reached the model, or "
+    "one of exactly the limit was refused.",
 )
 def ex2_bounded(rng: random.Random) -> Trial:
     secret = _secret(rng)

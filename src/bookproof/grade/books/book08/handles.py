@@ -120,8 +120,8 @@ def ex2_keeps_drafting(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A refused name uses no handle; an unknown handle fails; a malformed one is refused.",
-    hint="A note reading a document refuses, an unknown handle, or a handle not of the form "
-    "doc-N was accepted.",
+    hint="A note the document reader refuses still used up a handle, or an unknown handle, or "
+    "one not of the form doc-N, was accepted.",
     requires=ex2_open_gives_handles,
 )
 def ex2_refusals(rng: random.Random) -> Trial:

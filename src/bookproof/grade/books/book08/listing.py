@@ -65,8 +65,9 @@ def ex1_lists_notes(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_A,
     asks="Links, folders, FIFOs, hidden, oversized and invisibly named files are passed over.",
-    hint="The listing named an entry reading a document would refuse (a link, a folder, a "
-    "hidden or oversized file), or did not count it as passed over.",
+    hint="The listing named an entry that is not a plain, visible note within the size limit "
+    "(a link, a folder, a FIFO, a hidden, oversized or invisibly named file), or did not "
+    "count it as passed over.",
 )
 def ex1_passes_over(rng: random.Random) -> Trial:
     secret = _secret(rng)

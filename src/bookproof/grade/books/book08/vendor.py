@@ -119,8 +119,8 @@ def ex3_reads_a_vendor_skill(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_C,
     asks="Reading a skill narrows the run to the tools that change nothing, whatever it lists.",
-    hint="Reading an outside skill did not narrow the run to what the build keeps (whatever "
-    "the skill itself lists), or refused a draft made before the read.",
+    hint="Reading an outside skill did not narrow the run to the tools that change nothing "
+    "(whatever the skill itself lists), or refused a draft made before the read.",
 )
 def ex3_narrows_whatever_it_lists(rng: random.Random) -> Trial:
     # Two skills: one that lists draft_order, one that lists nothing. Chapter

@@ -96,7 +96,8 @@ def ex1_one_constraint_off(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="A server that does not list price_quote gets it refused as not_advertised.",
-    hint="The declaration's remote name is what is looked for in the server's list.",
+    hint="A server that does not list price_quote under its remote name had it joined instead "
+    "of refused as not_advertised.",
 )
 def ex1_not_advertised(rng: random.Random) -> Trial:
     planted = secret(rng)
