@@ -256,7 +256,7 @@ def ex2_taken_at(rng: random.Random) -> Trial:
         return "The JSON should have a top-level taken_at holding the time given."
     return expect(
         got == [_stamped_text(shop, first), _stamped_text(plain, second)],
-        "Keep indent=2 and sort_keys=True: stable text every run.",
+        "The stamped JSON was not indented by 2 with its keys sorted, so it is not stable.",
     )
 
 
@@ -282,7 +282,7 @@ def ex2_request(rng: random.Random) -> Trial:
         return "The system message should tell the model what taken_at means."
     return expect(
         _stamped_text(shop, taken_at) in str(user.get("content")),
-        "The user message should carry snapshot_json(shop, taken_at) unchanged.",
+        "The user message did not carry the stamped snapshot unchanged.",
     )
 
 
@@ -350,8 +350,11 @@ def ex3_unreachable_notice(rng: random.Random) -> Trial:
     if not isinstance(notice.value, str):
         return "brief_or_notice should return text."
     if key in notice.value:
-        return "The notice contains the API key: show the error's message only."
-    return expect(notice.value == expected, "Expected 'Brief unavailable: ' + str(error).")
+        return "The notice contains the API key."
+    return expect(
+        notice.value == expected,
+        "The notice was not 'Brief unavailable: ' followed by the error's own message.",
+    )
 
 
 @BOOK.exercise(

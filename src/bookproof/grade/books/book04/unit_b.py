@@ -295,7 +295,7 @@ def ex4_rates_per_seed(rng: random.Random) -> Trial:
     got = yield call("spread", text, variant, seeds, repeat)
     rates = got.get("rates") if isinstance(got, dict) else None
     if not isinstance(rates, list) or not all(reading.rate(rate) is not None for rate in rates):
-        return 'pass_rate_spread should return {"rates": [...], "lowest": ..., "highest": ...}.'
+        return "The spread did not come back as its rates, lowest and highest, as Unit B states."
     if len(rates) != len(wanted):
         return f"{len(seeds)} seeds should give {len(seeds)} rates; {len(rates)} came back."
     if all(reading.same_rate(w, r) for w, r in zip(wanted, rates, strict=True)):
@@ -318,7 +318,7 @@ def ex4_range_and_unknown(rng: random.Random) -> Trial:
     text, variant, seeds, repeat, wanted = _spread_case(rng)
     got = yield call("spread", text, variant, seeds, repeat)
     if not isinstance(got, dict):
-        return 'pass_rate_spread should return {"rates": [...], "lowest": ..., "highest": ...}.'
+        return "The spread did not come back as its rates, lowest and highest, as Unit B states."
     if not (
         reading.same_rate(min(wanted), got.get("lowest"))
         and reading.same_rate(max(wanted), got.get("highest"))

@@ -112,7 +112,7 @@ def ex2_load_lists_references(rng: random.Random) -> Trial:
     if not same(expected, [*loaded["observations"], *unlisted["observations"]]):
         return (
             "A load should answer the skill, its instructions and the sorted names of its "
-            "references (regular .md files named like a skill), and [] when it has none."
+            "references (regular .md files named like a skill), and none when it has none."
         )
     assert skill.tools is not None
     return expect(
