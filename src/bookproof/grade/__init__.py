@@ -38,7 +38,7 @@ answer recorded in one run is useless in the next::
         points=1,
         section=S_NEED,
         asks="list_stock reports every row with its need, sorted by sku.",
-        hint="list_stock must return every row with its `needed`, sorted by sku.",
+        hint="A row was missing from the stock report, or its need or order was wrong.",
     )
     def ch6_stock_report(rng: random.Random) -> Trial:
         rows = [*fx.shop_rows(), fx.extra_product(rng)]
@@ -52,7 +52,7 @@ answer recorded in one run is useless in the next::
         points=2,
         section=BOOK.section("6.9 Exercises") + " (Exercise Book 6, Unit A)",
         asks="Incoming tubs lower the need: 2 on hand, target 8, 4 incoming needs 2.",
-        hint="replenishment_need must subtract `incoming`.",
+        hint="Tubs already on their way left the need as high as before.",
     )
     def ex1_incoming(rng: random.Random) -> Trial:
         need = yield call("replenishment_need", {**fx.shop_rows()[0], "incoming": 4})
@@ -123,7 +123,7 @@ the folder should reach goes beside it, in the same tree::
         points=1,
         section=BOOK.section("6.9 Exercises") + " (Exercise Book 6, Unit B)",
         asks="Only plain notes are listed: not links, FIFOs or files over 4,096 bytes.",
-        hint="Judge each entry with entry.stat(follow_symlinks=False).",
+        hint="A link, a FIFO or an oversized file was listed as a note.",
     )
     def ex2_lists_plain_notes(rng: random.Random) -> Trial:
         secret = "secret-token-" + fx.token(rng, 12)

@@ -156,7 +156,8 @@ class Check:
     """One graded behaviour: a stable id (a gradebook column), its points, and how it is judged.
 
     `asks` says the behaviour in one sentence (shown when it holds); `hint`
-    says what to change when it does not; `section` names the place in the
+    says what went wrong, seen from outside, when it does not (never the repair: see
+    exercises/GRADING.md, "Feedback that teaches"); `section` names the place in the
     chapter to re-read; `visibility` says when a learner may see the outcome
     on Gradescope (see `Visibility`). Either `trial` is set (a behaviour check), or `tests`
     with the faulty `versions` those tests must all catch (a learner-tests check).

@@ -409,8 +409,8 @@ def ch3_bad_bounds(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_A,
     asks="After a delivery, refused drafts are re-drafted at the new need, each product once.",
-    hint="When a draft is refused, read the stock again and draft the new need of the products "
-    "not drafted yet; never draft a product twice.",
+    hint="After a delivery refused a draft, the loop did not end with the fresh needs drafted, "
+    "or drafted one product twice.",
 )
 def ex1_delivery_recovers(rng: random.Random) -> Trial:
     rows, prices = _extra_scenario(rng)
@@ -437,7 +437,8 @@ def ex1_delivery_recovers(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="With no delivery, next_move drafts every need once and answers.",
-    hint="next_move must read the stock, draft every product with a need, and answer.",
+    hint="With no delivery in the way, the run did not read the stock, draft every product "
+    "with a need and answer.",
     requires=ex1_delivery_recovers,
 )
 def ex1_no_delivery(rng: random.Random) -> Trial:
@@ -457,8 +458,7 @@ def ex1_no_delivery(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="After a refusal the stock is read again; a product the delivery filled is not drafted.",
-    hint="Read the stock again after a refused draft; a product whose fresh need is 0 must not "
-    "be drafted.",
+    hint="A product whose need fell to 0 after a refused draft was drafted all the same.",
 )
 def ex1_delivery_to_zero(rng: random.Random) -> Trial:
     rows, prices = fx.shop_rows(), fx.prices()
@@ -483,7 +483,8 @@ def ex1_delivery_to_zero(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="A shop that needs nothing gets a final answer of 0 pence and no drafts.",
-    hint="With no product below target, answer after list_stock, stating 0 pence.",
+    hint="With no product below its target, the run did not answer straight after reading the "
+    "stock, stating 0 pence.",
 )
 def ex1_nothing_needed(rng: random.Random) -> Trial:
     rows = fx.shop_rows()
@@ -502,7 +503,8 @@ def ex1_nothing_needed(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="The final answer states the total of the drafts that succeeded, e.g. '1,850 pence'.",
-    hint="The answer must state the total of the successful drafts as '<total:,> pence'.",
+    hint="The answer did not state the total of the drafts that succeeded, in pence as Unit A "
+    "writes it.",
 )
 def ex1_answer_total(rng: random.Random) -> Trial:
     rows, prices = _extra_scenario(rng)
@@ -525,8 +527,8 @@ def ex1_answer_total(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_B,
     asks="A refused request sent again is answered repeated_refusal and ends the run.",
-    hint="Remember each request the dispatcher refused; answer a repeat with repeated_refusal "
-    "and stop with StopReason.REPEATED_REFUSAL.",
+    hint="A request the dispatcher had already refused was asked again and the run went on, "
+    "instead of stopping as a repeated refusal.",
 )
 def ex2_repeat_stops(rng: random.Random) -> Trial:
     name, arguments, code = _refused_request(rng)
@@ -556,7 +558,8 @@ def ex2_repeat_stops(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="Arguments are compared as JSON objects: key order and spacing do not matter.",
-    hint="Compare the parsed arguments (e.g. json.dumps(arguments, sort_keys=True)), not the text.",
+    hint="The same refused request, with its arguments written in another order or spacing, "
+    "was not seen as a repeat.",
 )
 def ex2_same_arguments(rng: random.Random) -> Trial:
     quantity = rng.choice([5, 7, 8, 12])
@@ -582,8 +585,8 @@ def ex2_same_arguments(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="New arguments, and repeats of calls that succeeded, run as usual.",
-    hint="Only a request the dispatcher refused counts: other arguments or a repeated success "
-    "must run normally.",
+    hint="A call that was not a repeat of a refused one (other arguments, or a repeated "
+    "success) was stopped.",
     requires=ex2_repeat_stops,
 )
 def ex2_not_a_repeat(rng: random.Random) -> Trial:
@@ -614,8 +617,8 @@ def ex2_not_a_repeat(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A repeat mid-turn: every call of the turn is still answered in order.",
-    hint="The other calls of the turn must still be handled and answered, in order, "
-    "before the run stops.",
+    hint="When a repeat stopped the run, the turn's other calls were left unanswered or "
+    "answered out of order.",
 )
 def ex2_turn_answered(rng: random.Random) -> Trial:
     name, arguments, _ = _refused_request(rng)

@@ -292,8 +292,8 @@ def _receive(freezer: fx.SeededShop, note: Mapping[str, int]) -> None:
     section=S_UNIT_A,
     asks="A note whose last line is an unknown sku (KeyError) or a surplus (ValueError) raises "
     "and changes nothing.",
-    hint="Receive the whole note in one transaction, doing each line's work yourself: an "
-    "exception on any line must roll back every line before it.",
+    hint="A note whose last line fails (a product the shop does not have, or a surplus) "
+    "changed the stock of the lines before it.",
 )
 def ex1_note_all_or_nothing(rng: random.Random) -> Trial:
     freezer = _van(rng)
@@ -322,7 +322,8 @@ def ex1_note_all_or_nothing(rng: random.Random) -> Trial:
     section=S_UNIT_A,
     asks="A line of 2.0, True, '4', 0 or -1 tubs, first or last on the note, raises and "
     "changes nothing.",
-    hint="Check every line's tubs with at_least_one_tub before the transaction begins.",
+    hint="A line of 2.0, True, '4', 0 or -1 tubs, first or last on the note, was received "
+    "instead of refused, or changed the stock.",
 )
 def ex1_note_bad_numbers(rng: random.Random) -> Trial:
     freezer = _van(rng)
@@ -347,7 +348,7 @@ def ex1_note_bad_numbers(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="An empty note raises ValueError.",
-    hint="A note with no lines receives nothing: raise ValueError before anything else.",
+    hint="A note with no lines was accepted.",
 )
 def ex1_note_empty(rng: random.Random) -> Trial:
     freezer = _van(rng)
@@ -362,8 +363,9 @@ def ex1_note_empty(rng: random.Random) -> Trial:
     section=S_UNIT_A,
     asks="An accepted surplus empties incoming, puts every tub in the freezer, lowers the need "
     "by the surplus and supersedes the stale draft.",
-    hint="With accept_surplus, take from incoming only what was on the van, add every tub to "
-    "on_hand, and call supersede_stale_draft for each line in the note's transaction.",
+    hint="A surplus note, accepted, did not move the tubs as Unit A states (only what was on "
+    "its way comes off incoming, every tub goes on hand), or left a draft it made stale "
+    "open.",
 )
 def ex1_note_surplus_accepted(rng: random.Random) -> Trial:
     freezer = _van(rng)
@@ -394,8 +396,8 @@ def ex1_note_surplus_accepted(rng: random.Random) -> Trial:
     section=S_UNIT_A,
     asks="Exact and short lines move tubs from incoming to on hand, keep every need, record one "
     "delivery per line and return the rows in sku order.",
-    hint="Each line's tubs come off incoming (the rest stays on its way) and go on hand; return "
-    "the note's rows with `needed`, sorted by sku.",
+    hint="After a note, a line's incoming or on-hand stock, or the rows the note answered, "
+    "were not as Unit A states.",
     requires=ex1_note_all_or_nothing,
 )
 def ex1_note_expected_lines(rng: random.Random) -> Trial:
@@ -478,8 +480,8 @@ def ex1_note_tests(reference: ModuleType, rng: random.Random) -> Replaced:
     points=1,
     section=S_UNIT_B,
     asks="Writing off more tubs than are on hand raises ValueError and changes nothing.",
-    hint="Refuse a write-off that would leave on_hand below 0 (chapter 6's refuse_below_zero), "
-    "never stop at 0.",
+    hint="A write-off of more tubs than are on hand was taken, or stopped at 0, instead of "
+    "refused.",
 )
 def ex2_write_off_too_many(rng: random.Random) -> Trial:
     freezer = fx.SeededShop(rng, counts=True, most_invented=2)
@@ -498,7 +500,7 @@ def ex2_write_off_too_many(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="Writing off 0 tubs, or fewer, raises ValueError and changes nothing.",
-    hint="A write-off moves at least one tub: check the number with at_least_one_tub.",
+    hint="A write-off of 0 or fewer tubs was accepted.",
 )
 def ex2_write_off_no_tubs(rng: random.Random) -> Trial:
     freezer = fx.SeededShop(rng, counts=True, most_invented=2)
@@ -526,7 +528,7 @@ def _in_the_freezer(freezer: fx.SeededShop, *, needing: bool = False) -> list[st
     points=1,
     section=S_UNIT_B,
     asks="A write-off that raises the need supersedes the open draft for the old need.",
-    hint="Call supersede_stale_draft in the write-off's transaction (move_tubs does).",
+    hint="A write-off that raised a product's need left the open draft for the old need open.",
 )
 def ex2_write_off_supersedes(rng: random.Random) -> Trial:
     freezer = fx.SeededShop(rng, counts=True, most_invented=2)
@@ -548,7 +550,7 @@ def ex2_write_off_supersedes(rng: random.Random) -> Trial:
     section=S_UNIT_B,
     asks="A write-off takes exactly its tubs from on_hand, changes nothing else, and returns the "
     "row with its new need.",
-    hint="Writing off n tubs is one more row of the table: on_hand -n, nothing else.",
+    hint="Writing off tubs changed the stock by something other than those tubs off on hand.",
     requires=ex2_write_off_too_many,
 )
 def ex2_write_off_moves_stock(rng: random.Random) -> Trial:

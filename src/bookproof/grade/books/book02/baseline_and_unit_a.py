@@ -367,7 +367,7 @@ def ch2_missing_price(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_A,
     asks="Two rows with the same sku are refused with ValueError at construction.",
-    hint="build_tools must raise ValueError when two rows share a sku.",
+    hint="A price list with two rows under one sku was accepted without an error.",
 )
 def ex1_duplicate_sku(rng: random.Random) -> Trial:
     twin = {**fx.shop_rows()[0], "on_hand": rng.randint(0, 20)}

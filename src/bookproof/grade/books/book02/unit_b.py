@@ -51,7 +51,7 @@ def _reserved_rows(rng: random.Random) -> list[dict[str, Any]]:
     section=S_UNIT_B,
     asks="replenishment_need counts reserved tubs: vanilla 2 on hand, target 8, "
     "reserved 3 needs 9.",
-    hint="replenishment_need must be max(0, reorder_point - on_hand + reserved).",
+    hint="For a product with reserved tubs, the need computed was not what Unit B's rule gives.",
 )
 def ex2_need_reserved(rng: random.Random) -> Trial:
     vanilla = {**fx.shop_rows()[0], "reserved": 3}
@@ -72,7 +72,8 @@ def ex2_need_reserved(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A row without `reserved` counts it as 0.",
-    hint="A row with no `reserved` key must count it as 0, not fail.",
+    hint="A stock row that says nothing about reserved tubs made the need fail instead of "
+    "counting none reserved.",
     requires=ex2_need_reserved,
 )
 def ex2_reserved_absent(rng: random.Random) -> Trial:
@@ -91,7 +92,7 @@ def ex2_reserved_absent(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="Stock above target needs 0, never a negative number.",
-    hint="A row above its target (after reservations) must need 0, never a negative number.",
+    hint="A product above its target once reservations are counted was given a need other than 0.",
     requires=ex2_need_reserved,
 )
 def ex2_above_target(rng: random.Random) -> Trial:
@@ -119,7 +120,7 @@ def ex2_above_target(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="list_stock's `needed` includes reserved tubs.",
-    hint="list_stock must compute `needed` with replenishment_need, reserved tubs included.",
+    hint="The stock report's needed column left the reserved tubs out.",
 )
 def ex2_report_reserved(rng: random.Random) -> Trial:
     rows = _reserved_rows(rng)
@@ -138,7 +139,7 @@ def ex2_report_reserved(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_B,
     asks="With 3 vanilla reserved the 9-tub draft passes and the 6-tub draft fails.",
-    hint="draft_order must check the quantity against replenishment_need, reserved included.",
+    hint="A draft was judged against a need that left the reserved tubs out.",
 )
 def ex2_draft_reserved(rng: random.Random) -> Trial:
     tc = _calls(rng)
@@ -164,8 +165,7 @@ def ex2_draft_reserved(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="The stock report and the draft check both take the need from replenishment_need.",
-    hint="Compute the need in one place: stock_report and draft_order must both call "
-    "replenishment_need instead of doing the arithmetic themselves.",
+    hint="When the need's rule was changed, the stock report or the draft check did not follow it.",
 )
 def ex2_one_need_function(rng: random.Random) -> Trial:
     tc = _calls(rng)
@@ -202,7 +202,8 @@ def _with_probe(rng: random.Random, name: str, value: str, **options: Any) -> As
     points=2,
     section=S_UNIT_B,
     asks="Naming the probe in `allowed` gives it a schema and makes it callable.",
-    hint="A tool in extra_tools and named in `allowed` must appear in schemas() and run.",
+    hint="An extra tool the run allows was missing from the schemas the model sees, or did not "
+    "run.",
 )
 def ex3_probe_allowed(rng: random.Random) -> Trial:
     name = fx.probe_name(rng)
@@ -224,7 +225,8 @@ def ex3_probe_allowed(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A tool given in extra_tools but not allowed has no schema.",
-    hint="With allowed=None, schemas() must list the three shop tools only, not extra_tools.",
+    hint="With no allow-list given, an extra tool appeared in the schemas beside the three "
+    "shop tools.",
     requires=ex3_probe_allowed,
 )
 def ex3_probe_hidden(rng: random.Random) -> Trial:
@@ -241,7 +243,8 @@ def ex3_probe_hidden(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_B,
     asks="A hand-made request for the forbidden probe is refused and its handler never runs.",
-    hint="An extra tool outside `allowed` must be refused as tool_not_allowed, unrun.",
+    hint="An extra tool the run does not allow was run, or refused with another reason than "
+    "tool_not_allowed.",
     requires=ex3_probe_allowed,
 )
 def ex3_probe_refused(rng: random.Random) -> Trial:
@@ -262,7 +265,7 @@ def ex3_probe_refused(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A duplicate tool name is refused with ValueError at construction.",
-    hint="build_tools must raise ValueError when an extra tool reuses a tool name.",
+    hint="An extra tool that reuses a tool's name was accepted without an error.",
 )
 def ex3_duplicate_tool(rng: random.Random) -> Trial:
     twin = fx.probe_name(rng)

@@ -459,9 +459,8 @@ def _careless_runs(rng: random.Random, count: int, *, authority: bool) -> list[l
     section=S_UNIT_A,
     asks="Every call whose handler raised is found, with its line, run, tool, call id, "
     "exception and message.",
-    hint="handler_failures must return, for each tool_outcome whose failure_stage is handler "
-    "or result, its line in the file, the run id, the tool, the call id, the exception's "
-    "type and its message.",
+    hint="A handler or result failure in the trace was missing from the findings, or one of "
+    "its fields (line, run, tool, call, exception) was wrong.",
 )
 def ex1_finds_failed_handlers(rng: random.Random) -> Trial:
     lines = [
@@ -476,8 +475,7 @@ def ex1_finds_failed_handlers(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="A write refused by its before_write authority is not counted: its handler never ran.",
-    hint="Leave out a tool_failed whose failure_stage is before_write: the authority refused "
-    "before the handler ran.",
+    hint="A write the authority refused before any handler ran was reported as a failed handler.",
 )
 def ex1_not_the_authority(rng: random.Random) -> Trial:
     lines = [line for run in _careless_runs(rng, 2, authority=True) for line in run]
@@ -494,7 +492,7 @@ def ex1_not_the_authority(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="Failures of runs that interleave in one file come back in the file's line order.",
-    hint="read_trace groups events by run; sort what you found by line.",
+    hint="The findings were not in the order their lines appear in the trace file.",
 )
 def ex1_file_order(rng: random.Random) -> Trial:
     inner, outer = _careless_runs(rng, 2, authority=False)
@@ -566,8 +564,8 @@ def _asked_in_loop_order(
     section=S_UNIT_A,
     asks="The morning plan's replay against your setup diverges at event 11, the strawberry "
     "draft's outcome, now at 290 pence a tub.",
-    hint="strawberry_at_290 must build the recorded tools with strawberry's price set to 290, "
-    "and change nothing else.",
+    hint="Replayed with strawberry at 290, the run did not part from the recording where a "
+    "changed price would make it part.",
 )
 def ex2_diverges_at_event_11(rng: random.Random) -> Trial:
     shop, prices, replies = _morning(rng)
@@ -609,8 +607,8 @@ def ex2_diverges_at_event_11(rng: random.Random) -> Trial:
     section=S_UNIT_A,
     asks="Whatever shop was recorded, your setup keeps every schema, the stock, the hints and "
     "every other price as recorded.",
-    hint="Build the tools from the recorded arguments (shop, prices, allowed, hints) and "
-    "change only strawberry's price.",
+    hint="The replayed tools differed from the recorded ones in something other than "
+    "strawberry's price.",
     requires=ex2_diverges_at_event_11,
 )
 def ex2_same_schema(rng: random.Random) -> Trial:

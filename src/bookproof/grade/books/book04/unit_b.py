@@ -158,8 +158,8 @@ def _failed_names(result: VariantResult) -> str:
     points=2,
     section=S_UNIT_B,
     asks="Your suite fails every run of the regressed tools, whose drafts put tubs in the freezer.",
-    hint="Add an expectation on the final shop state (on_hand) to each task: the regression "
-    "changes the stock, not the drafts or their total.",
+    hint="The suite still passed against the regression Unit B describes, which changes the "
+    "stock and not the drafts or their total.",
 )
 def ex3_regression_fails(rng: random.Random) -> Trial:
     results = yield from _graded_runs(rng)
@@ -178,8 +178,8 @@ def ex3_regression_fails(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="Your suite still passes every run of the chapter's tools.",
-    hint="An expectation that catches the regression must hold for correct tools: the stock a "
-    "task starts with is the stock it ends with.",
+    hint="The suite failed against the chapter's correct tools: an expectation holds for the "
+    "regression but not for them.",
     requires=ex3_regression_fails,
 )
 def ex3_chapter_tools_pass(rng: random.Random) -> Trial:
@@ -200,8 +200,7 @@ def ex3_chapter_tools_pass(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="Both tasks are still there, on the same shop, with every expectation they had.",
-    hint="Keep the shop, both tasks and their stop_reason, drafts and total_pence as they "
-    "were; only add to them.",
+    hint="A task of the chapter's suite, or one of its expectations, was missing or changed.",
     requires=ex3_regression_fails,
 )
 def ex3_tasks_kept(rng: random.Random) -> Trial:
@@ -288,15 +287,15 @@ def _spread_case(rng: random.Random) -> tuple[str, str, list[int], int, list[flo
     points=2,
     section=S_UNIT_B,
     asks="One pass rate per seed, in the seeds' order, each that seed's share of passing runs.",
-    hint="pass_rate_spread must keep only the named variant and run the suite once per seed, "
-    "in the order the seeds were given.",
+    hint="The pass rates were not one per seed, for the named variant only, in the order the "
+    "seeds were given.",
 )
 def ex4_rates_per_seed(rng: random.Random) -> Trial:
     text, variant, seeds, repeat, wanted = _spread_case(rng)
     got = yield call("spread", text, variant, seeds, repeat)
     rates = got.get("rates") if isinstance(got, dict) else None
     if not isinstance(rates, list) or not all(reading.rate(rate) is not None for rate in rates):
-        return 'pass_rate_spread should return {"rates": [...], "lowest": ..., "highest": ...}.'
+        return "The spread did not come back as its rates, lowest and highest, as Unit B states."
     if len(rates) != len(wanted):
         return f"{len(seeds)} seeds should give {len(seeds)} rates; {len(rates)} came back."
     if all(reading.same_rate(w, r) for w, r in zip(wanted, rates, strict=True)):
@@ -312,14 +311,14 @@ def ex4_rates_per_seed(rng: random.Random) -> Trial:
     section=S_UNIT_B,
     asks="lowest and highest are the smallest and largest rate; an unknown variant raises "
     "KeyError.",
-    hint="Return min and max of the rates, and raise KeyError for a variant the suite does "
-    "not have.",
+    hint="The spread's range was not the lowest and highest rate, or a variant the suite does "
+    "not have was measured anyway.",
 )
 def ex4_range_and_unknown(rng: random.Random) -> Trial:
     text, variant, seeds, repeat, wanted = _spread_case(rng)
     got = yield call("spread", text, variant, seeds, repeat)
     if not isinstance(got, dict):
-        return 'pass_rate_spread should return {"rates": [...], "lowest": ..., "highest": ...}.'
+        return "The spread did not come back as its rates, lowest and highest, as Unit B states."
     if not (
         reading.same_rate(min(wanted), got.get("lowest"))
         and reading.same_rate(max(wanted), got.get("highest"))

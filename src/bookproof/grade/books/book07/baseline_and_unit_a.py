@@ -526,8 +526,8 @@ def _ask_review(
     section=S_UNIT_A,
     asks="The review keeps what the run allows, registers and the skill lists, and removes the "
     "rest of what the run could use.",
-    hint="keeps is dispatcher.allowed & dispatcher.tools & the skill's list; removes is the rest "
-    "of allowed & tools; lists is the sorted list the skill gives.",
+    hint="The review's keeps, removes or lists did not match what the run would really keep "
+    "and remove when the skill loads.",
 )
 def ex1_keeps_and_removes(rng: random.Random) -> Trial:
     stranger, allowed, forbidden = _partial_run(rng, 1)
@@ -552,8 +552,8 @@ def ex1_keeps_and_removes(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_A,
     asks="ignores names every listed name the run cannot use; unknown only those no tool has.",
-    hint="ignores is the skill's list minus (allowed & tools); unknown is the list minus "
-    "dispatcher.tools, whether the run allows them or not.",
+    hint="The review's ignores or unknown did not name the skill's tools the run does not "
+    "allow, or those no one registered.",
 )
 def ex1_ignores_and_unknown(rng: random.Random) -> Trial:
     stranger, allowed, forbidden = _partial_run(rng, 0)
@@ -579,8 +579,8 @@ def ex1_ignores_and_unknown(rng: random.Random) -> Trial:
     section=S_UNIT_A,
     asks="unreachable names the tools a skill's steps call (in backticks) that it would not keep; "
     "backticked words that name no tool are not counted.",
-    hint="Find the backticked words of the instructions, keep those that name a registered tool "
-    "or a name the skill lists, and take away what the skill keeps.",
+    hint="The review missed a step of the instructions that names a tool the skill would take "
+    "away, or named one it keeps.",
 )
 def ex1_unreachable_steps(rng: random.Random) -> Trial:
     allowed = sorted(REGISTERED)
@@ -617,8 +617,8 @@ def ex1_unreachable_steps(rng: random.Random) -> Trial:
     section=S_UNIT_A,
     asks="A skill without allowed-tools keeps every tool the run can use, and removes, ignores "
     "and names as unknown nothing.",
-    hint="When the skill's list is None, keeps is allowed & tools, and removes, ignores and "
-    "unknown are empty lists.",
+    hint="For a skill that lists no tools, the review did not say it keeps everything the run "
+    "allows and removes nothing.",
 )
 def ex1_lists_nothing(rng: random.Random) -> Trial:
     allowed = sorted({LOAD, *_pick(rng, sorted(REGISTERED), 1, 3), *_pick(rng, STRANGERS, 1, 2)})

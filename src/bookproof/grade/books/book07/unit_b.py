@@ -85,8 +85,9 @@ def _reading_skill(
     section=S_UNIT_B,
     asks="Loading a skill also tells the model its references: the sorted names of the .md "
     "files in references/; the instructions and the narrowing are as before.",
-    hint="load_skill must add 'references' (sorted names matching REFERENCE_NAME, regular files "
-    "only, [] without a references/ folder) to chapter 7's value, inside the same Narrow.",
+    hint="Loading a skill did not list its references as Unit B states (sorted, plain files "
+    "with plain names, none without a references folder), or lost what chapter 7's load "
+    "gives.",
 )
 def ex2_load_lists_references(rng: random.Random) -> Trial:
     with_notes, without = _skill_names(rng, 2)
@@ -111,7 +112,7 @@ def ex2_load_lists_references(rng: random.Random) -> Trial:
     if not same(expected, [*loaded["observations"], *unlisted["observations"]]):
         return (
             "A load should answer the skill, its instructions and the sorted names of its "
-            "references (regular .md files named like a skill), and [] when it has none."
+            "references (regular .md files named like a skill), and none when it has none."
         )
     assert skill.tools is not None
     return expect(
@@ -126,8 +127,8 @@ def ex2_load_lists_references(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_B,
     asks="A reference of a skill the run has loaded is returned as {skill, reference, text}.",
-    hint="read_reference must return {'skill', 'reference', 'text'} for a name listed in "
-    "references/ of a skill loaded earlier in the same run.",
+    hint="A reference of a skill loaded earlier in the same run was not read back with its "
+    "skill, its name and its text.",
 )
 def ex2_read_after_load(rng: random.Random) -> Trial:
     (name,) = _skill_names(rng, 1)
@@ -151,8 +152,8 @@ def ex2_read_after_load(rng: random.Random) -> Trial:
     section=S_UNIT_B,
     asks="A reference of a skill this run has not loaded, or a name the skill does not have, "
     "fails (tool_failed).",
-    hint="read_reference must raise PermissionError for a skill not loaded in this run and "
-    "KeyError for a name that is not one of its references.",
+    hint="A reference was read for a skill not loaded in this run, or a name that is not one "
+    "of its references was not refused.",
 )
 def ex2_refused_before_load(rng: random.Random) -> Trial:
     first, other = _skill_names(rng, 2)
@@ -184,7 +185,8 @@ def ex2_refused_before_load(rng: random.Random) -> Trial:
     section=S_UNIT_B,
     asks="A reference name that is a path, or not a lowercase .md name, is refused as "
     "invalid_arguments, before any handler runs.",
-    hint="ReferenceArguments' pattern (REFERENCE_NAME) refuses it; read_reference must use it.",
+    hint="A reference name that is a path, or not a lowercase .md name, reached the handler "
+    "instead of being refused as invalid arguments.",
     requires=ex2_read_after_load,
 )
 def ex2_names_are_plain(rng: random.Random) -> Trial:
@@ -222,7 +224,8 @@ def ex2_names_are_plain(rng: random.Random) -> Trial:
     section=S_UNIT_B,
     asks="A reference over 8,192 bytes fails, and none of its text reaches the model; one of "
     "exactly 8,192 bytes is read.",
-    hint="Read at most MAX_REFERENCE_BYTES + 1 bytes, and raise ValueError when there are more.",
+    hint="A reference over the size limit was read, or some of its text reached the model, or "
+    "one of exactly the limit was refused.",
 )
 def ex2_bounded(rng: random.Random) -> Trial:
     secret = _secret(rng)
@@ -266,8 +269,7 @@ def ex2_bounded(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A skill that does not list read_reference takes it away when it loads.",
-    hint="Nothing to add: chapter 7's intersection removes read_reference; keep the Narrow "
-    "around load_skill's value.",
+    hint="A skill whose tools leave out reading references still let the run read them.",
     requires=ex2_read_after_load,
 )
 def ex2_kept_only_if_listed(rng: random.Random) -> Trial:
@@ -293,8 +295,7 @@ def ex2_kept_only_if_listed(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A skill loaded in one run does not let another run read its references.",
-    hint="Make the set of loaded skills inside reference_tools, fresh for each call, never at "
-    "module level.",
+    hint="A skill loaded in one run let another run read its references.",
     requires=ex2_read_after_load,
 )
 def ex2_runs_do_not_share(rng: random.Random) -> Trial:

@@ -46,8 +46,8 @@ def _show(handle: str) -> list[Any]:
     points=2,
     section=S_UNIT_B,
     asks="open_document answers a handle (doc-1, doc-2, ...), the name and the size; no text.",
-    hint="open_document must read the note with read_document_text and answer exactly "
-    "{'handle', 'document', 'bytes'}, handles numbered in the order notes are opened.",
+    hint="Opening a note did not answer only its handle, its name and its size, with handles "
+    "numbered in the order notes were opened.",
 )
 def ex2_open_gives_handles(rng: random.Random) -> Trial:
     notes = _notes(rng, rng.randint(2, 4))
@@ -71,8 +71,8 @@ def ex2_open_gives_handles(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_B,
     asks="show_lucy puts the note's text in front of Lucy; no line of it reaches the model.",
-    hint="show_lucy must append {'handle', 'document', 'text'} to for_lucy and answer only "
-    "{'shown', 'document'}.",
+    hint="Showing a note did not put its text in front of Lucy, or its answer to the model "
+    "carried more than that it was shown.",
 )
 def ex2_text_reaches_lucy_only(rng: random.Random) -> Trial:
     secret = _secret(rng)
@@ -98,7 +98,7 @@ def ex2_text_reaches_lucy_only(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A run that opens and shows a note narrows nothing, and still drafts.",
-    hint="Neither open_document nor show_lucy returns Narrow: the model never reads the text.",
+    hint="Opening or showing a note narrowed the run, so a draft afterwards was refused.",
     requires=ex2_open_gives_handles,
 )
 def ex2_keeps_drafting(rng: random.Random) -> Trial:
@@ -120,8 +120,8 @@ def ex2_keeps_drafting(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A refused name uses no handle; an unknown handle fails; a malformed one is refused.",
-    hint="Read with read_document_text before taking a handle; look handles up (KeyError for "
-    "an unknown one); HandleArguments refuses anything but doc-N.",
+    hint="A note the document reader refuses still used up a handle, or an unknown handle, or "
+    "one not of the form doc-N, was accepted.",
     requires=ex2_open_gives_handles,
 )
 def ex2_refusals(rng: random.Random) -> Trial:
@@ -156,7 +156,7 @@ def ex2_refusals(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A handle given out in one run means nothing in another.",
-    hint="Keep the opened notes in handle_tools, fresh for each call, never at module level.",
+    hint="A handle opened in one run was usable in another.",
     requires=ex2_open_gives_handles,
 )
 def ex2_runs_do_not_share(rng: random.Random) -> Trial:

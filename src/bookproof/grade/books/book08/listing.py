@@ -45,8 +45,8 @@ from bookproof.grade.questions import expect, same
     points=2,
     section=S_UNIT_A,
     asks="list_documents lists the notes in the folder by name, with their sizes and the label.",
-    hint="Answer {'documents': [{'name', 'bytes'}, ...] sorted by name, 'passed_over': 0 for a "
-    "folder of notes, 'trust': UNTRUSTED}.",
+    hint="For a folder of notes, the listing did not give each note's name and size, sorted by "
+    "name, with nothing passed over and marked untrusted.",
 )
 def ex1_lists_notes(rng: random.Random) -> Trial:
     notes = _notes(rng, rng.randint(3, 6))
@@ -65,8 +65,9 @@ def ex1_lists_notes(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_A,
     asks="Links, folders, FIFOs, hidden, oversized and invisibly named files are passed over.",
-    hint="Judge each entry with entry.stat(follow_symlinks=False): list only regular files "
-    "read_document could read, and count the rest in passed_over.",
+    hint="The listing named an entry that is not a plain, visible note within the size limit "
+    "(a link, a folder, a FIFO, a hidden, oversized or invisibly named file), or did not "
+    "count it as passed over.",
 )
 def ex1_passes_over(rng: random.Random) -> Trial:
     secret = _secret(rng)
@@ -95,7 +96,8 @@ def ex1_passes_over(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="At most 50 names are listed, the first by name; the rest are counted.",
-    hint="Sort by name, keep the first MAX_LISTED, and add the others to passed_over.",
+    hint="A folder of more notes than the limit was not cut at the limit by name, with the "
+    "rest counted as passed over.",
     requires=ex1_lists_notes,
 )
 def ex1_bounded(rng: random.Random) -> Trial:
@@ -121,8 +123,8 @@ def ex1_bounded(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_A,
     asks="A listing that names a note narrows the run like a read; an empty one narrows nothing.",
-    hint="Return Narrow(value, keep=keep, reason=...) when the listing names at least one note, "
-    "and the plain value when it names none.",
+    hint="A listing that names a note did not narrow the run, or a listing that names none "
+    "narrowed it.",
     requires=ex1_lists_notes,
 )
 def ex1_listing_narrows(rng: random.Random) -> Trial:

@@ -93,8 +93,8 @@ def _read(name: str) -> list[Any]:
     points=2,
     section=S_UNIT_C,
     asks="read_vendor_skill answers a skill's steps as chapter 8 answers a note.",
-    hint="Read the skill with chapter 8's read_skill and answer delimited(skill.name, "
-    "skill.instructions): the steps between their marked lines, with the label.",
+    hint="Reading an outside skill did not answer its steps between the marked lines, under "
+    "its label.",
 )
 def ex3_reads_a_vendor_skill(rng: random.Random) -> Trial:
     name, other = fx.token(rng, 7), fx.token(rng, 9)
@@ -119,8 +119,8 @@ def ex3_reads_a_vendor_skill(rng: random.Random) -> Trial:
     points=2,
     section=S_UNIT_C,
     asks="Reading a skill narrows the run to the tools that change nothing, whatever it lists.",
-    hint="Return Narrow(value, keep=keep, reason=f'outside skill {name}'), with the keep the "
-    "build passes, never the skill's allowed-tools; a draft before the read still runs.",
+    hint="Reading an outside skill did not narrow the run to the tools that change nothing "
+    "(whatever the skill itself lists), or refused a draft made before the read.",
 )
 def ex3_narrows_whatever_it_lists(rng: random.Random) -> Trial:
     # Two skills: one that lists draft_order, one that lists nothing. Chapter
@@ -164,9 +164,8 @@ def ex3_narrows_whatever_it_lists(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_C,
     asks="A skill chapter 8's reader refuses reads nothing, narrows nothing and leaks nothing.",
-    hint="Read each skill with read_skill(skills_root / name, skills_root) when it is asked "
-    "for: a SKILL.md that is a link, a folder that leads out, an invisible character and a "
-    "missing skill are each tool_failed.",
+    hint="An outside skill chapter 8 refuses (a link, a folder that leads out, an invisible "
+    "character, a missing skill) was read instead of failing.",
     requires=ex3_reads_a_vendor_skill,
 )
 def ex3_refuses_what_chapter_8_refuses(rng: random.Random) -> Trial:

@@ -40,9 +40,8 @@ from bookproof.grade.questions import expect, same
     section=S_UNIT_A,
     asks="price_quote, advertised with exactly the declared schema, joins as "
     "supplier_price_quote with the shop's description, beside the chapter's tools.",
-    hint="Declare price_quote as Unit A states it: the argument model PriceQuote (a SKU, and a "
-    "whole number of tubs from 1 to 500), the local name, the shop's description, not "
-    "consequential; and add it to SHOP_DECLARATIONS.",
+    hint="price_quote, advertised with exactly the schema Unit A states, did not join under "
+    "the shop's local name and description beside the chapter's tools.",
 )
 def ex1_price_quote_joins(rng: random.Random) -> Trial:
     planted = secret(rng)
@@ -71,8 +70,8 @@ def ex1_price_quote_joins(rng: random.Random) -> Trial:
     points=3,
     section=S_UNIT_A,
     asks="price_quote advertised with a schema one constraint off is refused as schema_mismatch.",
-    hint="The declared model must be exactly the one Unit A states: any looser or stricter "
-    "bound, type, pattern or key makes the schemas differ.",
+    hint="price_quote advertised with one bound, type, pattern or key different from the "
+    "schema Unit A states was joined instead of refused as schema_mismatch.",
 )
 def ex1_one_constraint_off(rng: random.Random) -> Trial:
     planted = secret(rng)
@@ -97,7 +96,8 @@ def ex1_one_constraint_off(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="A server that does not list price_quote gets it refused as not_advertised.",
-    hint="The declaration's remote name is what is looked for in the server's list.",
+    hint="A server that does not list price_quote under its remote name had it joined instead "
+    "of refused as not_advertised.",
 )
 def ex1_not_advertised(rng: random.Random) -> Trial:
     planted = secret(rng)

@@ -69,8 +69,8 @@ def _reworded(rng: random.Random, tools: list[dict[str, Any]], name: str) -> lis
     points=2,
     section=S_UNIT_B,
     asks="A joined tool whose description changes is found changed; the others are not.",
-    hint="Compare everything the server says about each joined tool (name, description, "
-    "input schema) with the one copy checked at connection.",
+    hint="A joined tool whose name, description or input schema changed on a later list was "
+    "not found changed, or an unchanged tool was.",
 )
 def ex2_reworded_is_changed(rng: random.Random) -> Trial:
     planted = secret(rng)
@@ -93,8 +93,8 @@ def ex2_reworded_is_changed(rng: random.Random) -> Trial:
     section=S_UNIT_B,
     asks="A joined tool whose schema changes by one key, that vanishes or is listed twice, "
     "has changed.",
-    hint="A tool the list no longer holds exactly once has changed too: there is no one copy "
-    "left to trust.",
+    hint="A joined tool whose schema changed by one key, that vanished from the list or was "
+    "listed twice, was not found changed.",
 )
 def ex2_schema_vanished_or_twice(rng: random.Random) -> Trial:
     planted = secret(rng)
@@ -125,8 +125,8 @@ def ex2_schema_vanished_or_twice(rng: random.Random) -> Trial:
     section=S_RUG,
     asks="A change is judged against the connection's list: a change kept in the next list "
     "is still a change.",
-    hint="Compare each later list with what was checked at connection, never with the "
-    "list before it.",
+    hint="A joined tool that changed on one list and stayed changed on the next was not found "
+    "changed on that next list.",
 )
 def ex2_judged_against_connection(rng: random.Random) -> Trial:
     planted = secret(rng)
@@ -150,8 +150,8 @@ def ex2_judged_against_connection(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="Changes to tools that never joined, and new tools, change nothing the shop uses.",
-    hint="Only the tools that joined at connection can change; a refused or undeclared tool, "
-    "or a tool added later, is not one of them.",
+    hint="A change to a tool that never joined (refused, undeclared, or added later) was "
+    "reported as a change to the shop's tools.",
     requires=ex2_reworded_is_changed,
 )
 def ex2_only_joined_tools(rng: random.Random) -> Trial:
