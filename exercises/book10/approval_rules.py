@@ -32,6 +32,8 @@ from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.shop import PRICES_PENCE
 from sovereign_agent.store import expect_delivery, open_store, reserve, seed_store
 
+# --- Chapter 10: Friday's store and the morning's model, as the chapter prints them ----
+
 SHOP = {
     "products": [
         {"sku": "SKU-VANILLA", "name": "Vanilla", "on_hand": 2, "reorder_point": 8},
