@@ -25,7 +25,7 @@ from sovereign_agent.approvals import (
     run_with_approvals,
     set_weekly_limit,
 )
-from sovereign_agent.approvals.ledger import decide, read_approval, seconds, utc_now
+from sovereign_agent.approvals.ledger import decide, operators, read_approval, seconds, utc_now
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, Message
 from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.shop import PRICES_PENCE
@@ -106,15 +106,26 @@ def release_run(connection: sqlite3.Connection, run_id: str, operator: str) -> l
 
     Revoking frees the money the approvals reserved. Used approvals are spent
     and stay so; pending and denied ones reserve nothing and are left alone;
-    other runs' approvals are not touched.
+    other runs' approvals are not touched. The operator is checked first, so
+    a name the store does not know is refused before anything changes.
     """
-    released = [
+    if operator not in operators(connection):
+        raise ApprovalRefused("unknown_operator", f"{operator!r} is not an operator")
+    held = [
         approval.id
         for approval in list_approvals(connection)
         if approval.run_id == run_id and approval.status == "APPROVED"
     ]
-    for approval_id in released:
-        decide(connection, approval_id, operator, "revoke")
+    released = []
+    for approval_id in held:
+        try:
+            decide(connection, approval_id, operator, "revoke")
+        except ApprovalRefused as refused:
+            # Expired or used since the list was read: it holds no money any more.
+            if refused.code not in ("expired", "used"):
+                raise
+            continue
+        released.append(approval_id)
     return released
 
 

@@ -64,3 +64,10 @@ def test_a_run_with_nothing_approved_releases_nothing(store):
     assert release_file(store, "morning-again", "lucy") == []
     assert statuses(store) == ["USED", "APPROVED", "PENDING", "APPROVED"]
     assert budget_file(store) == {"reserved": 800, "spent": 2250, "left": 1950}
+
+
+def test_only_an_operator_may_release(store):
+    # The ledger's refusal is a PermissionError; nothing is revoked.
+    with pytest.raises(PermissionError):
+        release_file(store, "morning", "mallory")
+    assert statuses(store) == ["USED", "APPROVED", "PENDING", "APPROVED"]

@@ -143,7 +143,7 @@ def test_tests_that_assert_nothing_catch_nothing(report: dict[str, Graded]) -> N
 def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
     result = run_in(hand_in(tmp_path, SOLUTIONS, "approval_rules.py", SOLUTION), *PYTEST)
     assert result.returncode == 0, result.stdout
-    assert "9 passed" in result.stdout
+    assert "10 passed" in result.stdout
 
 
 def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
@@ -151,7 +151,7 @@ def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> Non
     assert result.returncode == 1
     # What holds already: an approval of exactly the cap, an uncapped operator,
     # a denial, and a run with nothing approved releasing nothing.
-    assert "5 failed, 4 passed" in result.stdout
+    assert "6 failed, 4 passed" in result.stdout
 
 
 def test_the_starter_and_the_solution_share_the_chapter_part_and_the_door() -> None:
