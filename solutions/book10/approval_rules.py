@@ -1,0 +1,210 @@
+"""Exercise Book 10: chapter 10's Friday, plus two rules for approvals.
+
+Chapter 10's definitions are here unchanged (`SHOP`, `friday_store`,
+`order_what_is_needed`); the runtime for approvals is the book's package,
+`sovereign_agent.approvals`. Exercise 1 gives each operator a spending cap;
+Exercise 2 releases the money a finished run no longer needs. At the end,
+the grader's door: plain JSON in and out, a store file at the path given.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping, Sequence
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from sovereign_agent.approvals import (
+    ApprovalRefused,
+    add_operator,
+    budget,
+    build_approved_store_tools,
+    list_approvals,
+    run_with_approvals,
+    set_weekly_limit,
+)
+from sovereign_agent.approvals.ledger import decide, operators, read_approval, seconds, utc_now
+from sovereign_agent.models import AssistantMessage, AssistantToolCall, Message
+from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.shop import PRICES_PENCE
+from sovereign_agent.store import expect_delivery, open_store, reserve, seed_store
+
+# --- Chapter 10: Friday's store and the morning's model, as the chapter prints them ----
+
+SHOP = {
+    "products": [
+        {"sku": "SKU-VANILLA", "name": "Vanilla", "on_hand": 2, "reorder_point": 8},
+        {"sku": "SKU-CHOCOLATE", "name": "Chocolate", "on_hand": 7, "reorder_point": 6},
+        {"sku": "SKU-STRAWBERRY", "name": "Strawberry", "on_hand": 1, "reorder_point": 5},
+    ]
+}
+
+
+def friday_store(path: Path) -> Path:
+    """Chapter 6's Friday, then this chapter's fixture: two operators and a 5,000 pence week."""
+    store = open_store(path)
+    seed_store(store, SHOP, PRICES_PENCE)
+    reserve(store, "SKU-VANILLA", 3)
+    reserve(store, "SKU-CHOCOLATE", 2)
+    expect_delivery(store, "SKU-STRAWBERRY", 4)
+    add_operator(store, "lucy")
+    add_operator(store, "sam")
+    set_weekly_limit(store, 5000)
+    store.close()
+    return path
+
+
+def order_what_is_needed(messages: Sequence[Message]) -> AssistantMessage:
+    """A scripted model's second step: order every sku the stock report needs, most first."""
+    report = json.loads(str(messages[-1].content))["value"]
+    needed = sorted((row for row in report if row["needed"] > 0), key=lambda r: -r["needed"])
+    return AssistantMessage(
+        tool_calls=tuple(
+            AssistantToolCall(
+                id=f"order-{row['sku']}",
+                name="place_order",
+                arguments_json=json.dumps({"sku": row["sku"], "quantity": row["needed"]}),
+            )
+            for row in needed
+        )
+    )
+
+
+# --- Exercise 1: each operator's spending cap ----------------------------------------
+
+
+def approve_within_cap(
+    connection: sqlite3.Connection, approval_id: int, operator: str, caps: Mapping[str, int]
+) -> None:
+    """Approve as chapter 10 does, unless the amount is more than `operator` may approve at once.
+
+    `caps` maps an operator to the most pence one approval of theirs may be
+    for; an operator it does not name is limited by the week's budget alone.
+    The cap is the shop's policy, handed in like the weekly limit, not a new
+    table: migration 3 fixes the store's tables. It is checked before the
+    ledger decides, so a refusal changes nothing. Deny and revoke are never
+    capped: saying no costs nothing.
+    """
+    cap = caps.get(operator)
+    if cap is not None:
+        amount = read_approval(connection, approval_id).amount_pence
+        if amount > cap:
+            raise ApprovalRefused(
+                "over_cap",
+                f"approval {approval_id} is for {amount} pence; {operator} may approve {cap}",
+            )
+    decide(connection, approval_id, operator, "approve")
+
+
+# --- Exercise 2: a finished run gives its money back ----------------------------------
+
+
+def release_run(connection: sqlite3.Connection, run_id: str, operator: str) -> list[int]:
+    """Revoke every approved, unused approval `run_id` asked for; the ids, in order.
+
+    Revoking frees the money the approvals reserved. Used approvals are spent
+    and stay so; pending and denied ones reserve nothing and are left alone;
+    other runs' approvals are not touched. The operator is checked first, so
+    a name the store does not know is refused before anything changes.
+    """
+    if operator not in operators(connection):
+        raise ApprovalRefused("unknown_operator", f"{operator!r} is not an operator")
+    held = [
+        approval.id
+        for approval in list_approvals(connection)
+        if approval.run_id == run_id and approval.status == "APPROVED"
+    ]
+    released = []
+    for approval_id in held:
+        try:
+            decide(connection, approval_id, operator, "revoke")
+        except ApprovalRefused as refused:
+            # Expired or used since the list was read: it holds no money any more.
+            if refused.code not in ("expired", "used"):
+                raise
+            continue
+        released.append(approval_id)
+    return released
+
+
+# --- The grader's door: plain JSON in and out; leave it as it is ----------------------
+
+
+def friday_file(path: str, operators: list[str], weekly_limit: int) -> None:
+    """Chapter 6's Friday in a new store at `path`, with these operators and this week's limit."""
+    with closing(open_store(path)) as store:
+        seed_store(store, SHOP, PRICES_PENCE)
+        reserve(store, "SKU-VANILLA", 3)
+        reserve(store, "SKU-CHOCOLATE", 2)
+        expect_delivery(store, "SKU-STRAWBERRY", 4)
+        for name in operators:
+            add_operator(store, name)
+        set_weekly_limit(store, weekly_limit)
+
+
+def ask_file(path: str, run_id: str, orders: list[list[Any]]) -> dict[str, Any]:
+    """A run whose model asks, in one turn, for each [sku, quantity] of `orders`."""
+    with closing(open_store(path)) as store:
+        dispatcher, authority = build_approved_store_tools(store, run_id=run_id, clock=utc_now)
+        calls = tuple(
+            AssistantToolCall(
+                id=f"o{index}",
+                name="place_order",
+                arguments_json=json.dumps({"sku": sku, "quantity": quantity}),
+            )
+            for index, (sku, quantity) in enumerate(orders)
+        )
+        model = ScriptedModel(
+            [AssistantMessage(tool_calls=calls), AssistantMessage(content="Done.")]
+        )
+        run = run_with_approvals(
+            model, dispatcher, authority, "Order.", max_steps=3, max_tool_calls=len(calls) + 1
+        )
+        return {"stop": run.stop_reason, "awaiting": list(run.awaiting), "denied": list(run.denied)}
+
+
+def decide_file(
+    path: str, decision: str, approval_id: int, operator: str, caps: dict[str, int]
+) -> str:
+    """An operator's decision under these caps: the approval's new status, or `refused: CODE`."""
+    with closing(open_store(path)) as store:
+        try:
+            if decision == "approve":
+                approve_within_cap(store, approval_id, operator, caps)
+            else:
+                decide(store, approval_id, operator, "deny" if decision == "deny" else "revoke")
+        except ApprovalRefused as refused:
+            return f"refused: {refused.code}"
+        return read_approval(store, approval_id).status
+
+
+def release_file(path: str, run_id: str, operator: str) -> list[int]:
+    with closing(open_store(path)) as store:
+        return release_run(store, run_id, operator)
+
+
+def approvals_file(path: str) -> list[list[Any]]:
+    """Every approval as [id, status, decided_by, amount_pence, run_id], in id order."""
+    with closing(open_store(path)) as store:
+        return [
+            [a.id, a.status, a.decided_by, a.amount_pence, a.run_id] for a in list_approvals(store)
+        ]
+
+
+def budget_file(path: str) -> dict[str, int]:
+    with closing(open_store(path)) as store:
+        week = budget(store, seconds(utc_now))
+        return {
+            "reserved": week.reserved_pence,
+            "spent": week.spent_pence,
+            "left": week.left_pence,
+        }
+
+
+def orders_file(path: str) -> list[list[Any]]:
+    """Every order as [sku, quantity, approval_id], in id order."""
+    with closing(open_store(path)) as store:
+        rows = store.execute("SELECT sku, quantity, approval_id FROM orders ORDER BY id")
+        return [[str(sku), int(quantity), int(approval)] for sku, quantity, approval in rows]

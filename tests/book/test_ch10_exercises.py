@@ -1,0 +1,230 @@
+"""Exercise Book 10: graded through the real grader, each typical mistake loses exactly its checks,
+tests that assert nothing earn nothing, the solution's own tests pass against it and fail against
+the starter, the grader's door answers plain JSON, and the notebooks' cells show the exercises done.
+
+Every store is a real SQLite file: the grader's in the sandbox's scratch, these tests' in pytest's
+tmp_path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from committed import EXERCISES
+from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
+from grading import Graded, edited, grade_batch
+
+from bookproof.grade.books import load_book
+
+ROOT = Path(__file__).resolve().parents[2]
+BOOK = EXERCISES / "book10"
+SOLUTIONS = ROOT / "solutions" / "book10"
+SOLUTION = (SOLUTIONS / "approval_rules.py").read_text(encoding="utf-8")
+STARTER = (BOOK / "approval_rules.py").read_text(encoding="utf-8")
+TESTS = {
+    name: (SOLUTIONS / name).read_text(encoding="utf-8")
+    for name in ("test_book10_caps.py", "test_book10_release.py")
+}
+
+CHAPTER_CHECKS = {"ch10_run_waits", "ch10_approved_orders_once", "ch10_budget_and_denial"}
+UNIT_A = {
+    "ex1_over_cap_refused",
+    "ex1_cap_is_inclusive_and_own",
+    "ex1_no_is_never_capped",
+    "ex1_tests_catch_cap_exclusive",
+    "ex1_tests_catch_lowest_cap",
+    "ex1_tests_catch_refusal_that_changed",
+}
+UNIT_B = {
+    "ex2_release_frees_money",
+    "ex2_release_only_what_is_held",
+    "ex2_tests_catch_every_run",
+    "ex2_tests_catch_pending_revoked",
+    "ex2_tests_catch_nothing_revoked",
+}
+# A check locked behind a failing one is not earned either: it fails with it.
+CAP_BEHAVIOUR = {"ex1_over_cap_refused", "ex1_cap_is_inclusive_and_own", "ex1_no_is_never_capped"}
+RELEASE_BEHAVIOUR = {"ex2_release_frees_money", "ex2_release_only_what_is_held"}
+
+# name -> (edits to the solution, the checks the result must fail). The tests
+# handed in are the solution's own, which still pass against the reference.
+MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
+    # A cap of N pence that refuses an approval of exactly N.
+    "cap_exclusive": (
+        [("        if amount > cap:", "        if amount >= cap:")],
+        {"ex1_cap_is_inclusive_and_own"},
+    ),
+    # Whoever decides, the lowest cap given holds them: an uncapped operator is capped too.
+    "lowest_cap_for_everyone": (
+        [("    cap = caps.get(operator)", "    cap = min(caps.values(), default=None)")],
+        CAP_BEHAVIOUR,
+    ),
+    # Pending approvals revoked with the approved ones: a question an operator never answered.
+    "pending_released": (
+        [
+            (
+                'if approval.run_id == run_id and approval.status == "APPROVED"',
+                'if approval.run_id == run_id and approval.status in ("APPROVED", "PENDING")',
+            )
+        ],
+        RELEASE_BEHAVIOUR,
+    ),
+    # Every run's approvals released, not the one named.
+    "every_run_released": (
+        [
+            (
+                'if approval.run_id == run_id and approval.status == "APPROVED"',
+                'if approval.status == "APPROVED"',
+            )
+        ],
+        RELEASE_BEHAVIOUR,
+    ),
+}
+
+# Tests that call the door and assert nothing: they pass everywhere, so they catch nothing.
+SILENT_TESTS = {
+    "test_book10_caps.py": (
+        "from approval_rules import ask_file, friday_file\n\n\n"
+        "def test_a_run_asks(tmp_path):\n"
+        "    path = str(tmp_path / 'lucy.db')\n"
+        "    friday_file(path, ['lucy'], 5000)\n"
+        "    ask_file(path, 'cafe', [['SKU-VANILLA', 9]])\n"
+    ),
+    "test_book10_release.py": (
+        "from approval_rules import friday_file, release_file\n\n\n"
+        "def test_a_run_is_released(tmp_path):\n"
+        "    path = str(tmp_path / 'lucy.db')\n"
+        "    friday_file(path, ['lucy'], 5000)\n"
+        "    release_file(path, 'cafe', 'lucy')\n"
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+    base = tmp_path_factory.mktemp("book10")
+    folders = {"starter": {"approval_rules.py": STARTER}}
+    folders["silent_tests"] = {"approval_rules.py": SOLUTION, **SILENT_TESTS}
+    for name, (edits, _) in MISTAKES.items():
+        folders[name] = {"approval_rules.py": edited(SOLUTION, edits), **TESTS}
+    return grade_batch(10, folders, base=base)
+
+
+def test_the_grader_declares_exactly_the_books_checks() -> None:
+    # The ids are the gradebook's columns: written out here, a renamed one is seen.
+    assert {check.id for check in load_book(10).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B
+
+
+def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
+    report: dict[str, Graded],
+) -> None:
+    starter = report["starter"]
+    assert starter.baseline == (4, 4)
+    assert starter.exercises[0] == 0
+    assert starter.failed == UNIT_A | UNIT_B
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistake: str) -> None:
+    assert report[mistake].failed == MISTAKES[mistake][1]
+
+
+def test_tests_that_assert_nothing_catch_nothing(report: dict[str, Graded]) -> None:
+    assert report["silent_tests"].failed == {
+        check for check in UNIT_A | UNIT_B if "_tests_catch_" in check
+    }
+
+
+def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "approval_rules.py", SOLUTION), *PYTEST)
+    assert result.returncode == 0, result.stdout
+    assert "10 passed" in result.stdout
+
+
+def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
+    result = run_in(hand_in(tmp_path, SOLUTIONS, "approval_rules.py", STARTER), *PYTEST)
+    assert result.returncode == 1
+    # What holds already: an approval of exactly the cap, an uncapped operator,
+    # a denial, and a run with nothing approved releasing nothing.
+    assert "6 failed, 4 passed" in result.stdout
+
+
+def test_the_starter_and_the_solution_share_the_chapter_part_and_the_door() -> None:
+    chapter = "# --- Chapter 10:"
+    exercises = "# --- Exercise 1"
+    door = "# --- The grader's door"
+    for marker in (chapter, exercises, door):
+        assert STARTER.count(marker) == SOLUTION.count(marker) == 1, marker
+    assert (
+        STARTER.split(exercises)[0].split(chapter)[1]
+        == SOLUTION.split(exercises)[0].split(chapter)[1]
+    )
+    assert STARTER.split(door)[1] == SOLUTION.split(door)[1]
+
+
+def load(text: str, tmp_path: Path) -> ModuleType:
+    path = tmp_path / "approval_rules.py"
+    path.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("book10_approval_rules", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
+    rules = load(SOLUTION, tmp_path)
+    path = str(tmp_path / "lucy.db")
+    rules.friday_file(path, ["lucy", "sam"], 5000)
+    asked = rules.ask_file(path, "morning", [["SKU-VANILLA", 9], ["SKU-CHOCOLATE", 1]])
+    assert asked == {"stop": "awaiting_approval", "awaiting": [1, 2], "denied": []}
+    assert rules.decide_file(path, "approve", 1, "sam", {"sam": 2000}) == "refused: over_cap"
+    assert rules.decide_file(path, "approve", 1, "lucy", {"sam": 2000}) == "APPROVED"
+    assert rules.decide_file(path, "approve", 2, "sam", {"sam": 2000}) == "APPROVED"
+    assert rules.ask_file(path, "again", [["SKU-VANILLA", 9]])["stop"] == "final_answer"
+    assert rules.release_file(path, "morning", "lucy") == [2]
+    answers = [
+        rules.approvals_file(path),
+        rules.budget_file(path),
+        rules.orders_file(path),
+    ]
+    assert json.loads(json.dumps(answers)) == answers
+    assert answers == [
+        [[1, "USED", "lucy", 2250, "morning"], [2, "REVOKED", "lucy", 300, "morning"]],
+        {"reserved": 0, "spent": 2250, "left": 2750},
+        [["SKU-VANILLA", 9, 1]],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("unit", "with_the_solution"),
+    [
+        ("unit_a", ["sam: refused: over_cap", "lucy: APPROVED", "DENIED"]),
+        (
+            "unit_b",
+            [
+                "released: [2]",
+                "['USED', 'REVOKED', 'PENDING']",
+                "{'reserved': 0, 'spent': 2250, 'left': 2750}",
+                "released: []",
+            ],
+        ),
+    ],
+)
+def test_the_check_cells_show_the_exercises_done_with_the_solution(
+    tmp_path: Path, unit: str, with_the_solution: list[str]
+) -> None:
+    lines = check_cell_lines(
+        tmp_path, BOOK, "approval_rules.py", SOLUTION, unit, "test_book10_*.py"
+    )
+    for line in with_the_solution:
+        assert line in lines, line
