@@ -43,8 +43,8 @@ def _capped_store(rng: random.Random) -> Any:
     section=S_UNIT_A,
     asks="An operator approving more than their cap is refused over_cap, and nothing changes; "
     "an operator without a cap may still approve it.",
-    hint="Before the ledger approves, compare the approval's amount with the deciding operator's "
-    "cap, and refuse with the code over_cap when it is larger.",
+    hint="An approval larger than the deciding operator's cap was approved, or its refusal "
+    "changed the store or came with a code other than over_cap.",
 )
 def ex1_over_cap_refused(rng: random.Random) -> Trial:
     path, names, limit, due = yield from _capped_store(rng)
@@ -65,8 +65,8 @@ def ex1_over_cap_refused(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="A cap allows approvals up to and including it, and each operator's cap is their own.",
-    hint="A cap of N pence allows an approval of exactly N pence; look up the cap of the "
-    "operator who decides, not any other's.",
+    hint="An approval of exactly the deciding operator's cap was refused, or another "
+    "operator's cap decided it.",
     requires=ex1_over_cap_refused,
 )
 def ex1_cap_is_inclusive_and_own(rng: random.Random) -> Trial:
@@ -85,7 +85,7 @@ def ex1_cap_is_inclusive_and_own(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="A cap limits approving only: a capped operator may still deny or revoke.",
-    hint="Saying no costs nothing: apply the cap to approve alone.",
+    hint="A denial or a revocation by an operator whose cap is below the amount was refused.",
     requires=ex1_over_cap_refused,
 )
 def ex1_no_is_never_capped(rng: random.Random) -> Trial:

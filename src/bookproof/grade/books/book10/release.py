@@ -55,8 +55,8 @@ def _history(rng: random.Random) -> Asks[tuple[Any, ...]]:
     section=S_UNIT_B,
     asks="Releasing a run revokes its approved, unused approvals, answers their ids and frees "
     "the money they reserved.",
-    hint="Find the run's approvals that are APPROVED and revoke each as the operator (section "
-    "10.10); answer the ids you revoked, in order.",
+    hint="Releasing a run left one of its approved, unused approvals in place, or answered "
+    "other ids than the ones it revoked, or in another order.",
 )
 def ex2_release_frees_money(rng: random.Random) -> Trial:
     path, names, limit, amounts = yield from _history(rng)
@@ -77,8 +77,7 @@ def ex2_release_frees_money(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="Releasing a run that holds nothing approved answers no ids and changes nothing.",
-    hint="Used approvals are spent, pending ones reserve nothing, and other runs' approvals are "
-    "theirs: leave them all as they are.",
+    hint="Releasing a run changed a used or a pending approval, or an approval of another run.",
     requires=ex2_release_frees_money,
 )
 def ex2_release_only_what_is_held(rng: random.Random) -> Trial:
