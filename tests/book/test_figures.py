@@ -38,6 +38,9 @@ def test_every_figure_file_and_script_is_shown_by_exactly_one_chapter() -> None:
         assert svg.with_suffix(".py").is_file(), f"no script draws {svg.name}"
 
 
-def test_every_drafted_chapter_from_3_to_9_has_a_figure() -> None:
-    numbers = sorted(shown_figures().values())
-    assert {"3.1", "4.1", "5.1", "6.1", "7.1", "8.1", "9.1"} <= set(numbers)
+def test_every_drafted_chapter_from_3_on_has_a_figure() -> None:
+    numbers = set(shown_figures().values())
+    manifest = load_manifest(DEFAULT_MANIFEST)
+    drafted = [c.number for c in manifest.chapters if c.drafted and c.number >= 3]
+    assert len(drafted) >= 8
+    assert {f"{number}.1" for number in drafted} <= numbers
