@@ -285,7 +285,8 @@ def test_a_skill_loaded_from_one_source_narrows_the_tools_of_every_source() -> N
     # check_availability goes too, because one allowlist spans every source.
     ran = Ran()
     skills = SourcedTools.of(
-        "skills:lucy", [load_skill_tool(discover_skills(ROOT / "book/textbook/skills"))]
+        "skills:lucy",
+        [load_skill_tool(discover_skills(ROOT / "book/textbook/skills"), provenance="shop")],
     )
     dispatcher, joined = combined_dispatcher(
         [shop(), skills, supplier_server(ran)],
