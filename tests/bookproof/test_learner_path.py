@@ -106,10 +106,17 @@ def test_every_checkpoint_reports_a_missing_prerequisite_the_same_way(chapter) -
     assert "OPENAI_API_KEY" in result.stderr
 
 
+# Checkpoints that never ask a provider, each with its reason: every other
+# one must build its model from the environment, so none is left out silently.
+OFFLINE_ONLY = {
+    2: "chapter 2 runs no model",
+    10: "chapter 10's scripted model only sets up the approvals the chapter is about",
+}
+
+
 def test_every_model_checkpoint_is_covered() -> None:
-    # Chapter 2 runs no model; every later chapter does, so none is left out silently.
     assert [c["number"] for c in MODEL_CHECKPOINTS] == [
-        c["number"] for c in DRAFTED if c["number"] != 2
+        c["number"] for c in DRAFTED if c["number"] not in OFFLINE_ONLY
     ]
 
 
