@@ -23,7 +23,7 @@ TESTS = Path(__file__).resolve().parent
 # each costs seconds to minutes, so they are the full suite's, not the quick
 # tier's. Individual slow tests elsewhere carry @pytest.mark.slow themselves.
 SLOW_FILES = (
-    "book/test_ch0*_exercises.py",
+    "book/test_ch*_exercises.py",
     "book/test_exercise_grading.py",
     "book/test_new_chapter.py",
     "bookproof/test_grade_cli.py",

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from markdown_it import MarkdownIt
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
 from verifying import verify
@@ -141,6 +142,7 @@ def test_a_provider_that_calls_the_tool_twice_still_loses_it_after_the_change() 
     assert all("IMPORTANT" not in request.body.decode() for request in requests)
 
 
+@pytest.mark.slow
 def test_the_verifier_holds_for_the_chapter_text() -> None:
     result = verify(CHAPTER)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -227,6 +227,7 @@ def test_help_documents_the_manifest_option() -> None:
     assert "--update" in completed.stdout
 
 
+@pytest.mark.slow
 def test_the_real_book_verifies_and_lists_planned_chapters_as_planned() -> None:
     completed = verify("--textbook")
     assert completed.returncode == 0, completed.stdout + completed.stderr
