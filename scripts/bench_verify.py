@@ -36,13 +36,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from bookproof.verify.chapter import read_chapter
+from bookproof.verify.compose import compose_chapter
 from bookproof.verify.environment import (
     DEFAULT_MANIFEST,
     REPO_ROOT,
     child_environment,
     display_path,
 )
-from bookproof.verify.manifest import ManifestChapter, load_manifest
+from bookproof.verify.manifest import Manifest, ManifestChapter, load_manifest
+from bookproof.verify.verification import earlier_chapters
 
 _AWAIT_RUNNER = """\
 import ast, asyncio, sys
@@ -61,13 +63,17 @@ spec.loader.exec_module(module)
 """
 
 
-def _plain_script(chapter: ManifestChapter, folder: Path) -> list[str]:
+def _plain_script(chapter: ManifestChapter, folder: Path, manifest: Manifest) -> list[str]:
     """The command that runs the chapter's listings as one ordinary script."""
     assert chapter.text is not None
-    parsed = read_chapter(chapter.text)
+    # A `changes=` listing shows part of a definition: the script runs the
+    # whole one the verifier composes, as the verifier itself does.
+    parsed = compose_chapter(read_chapter(chapter.text), earlier_chapters(chapter, manifest))
     parts = []
     for listing in parsed.listings:
-        source = listing.fence.content
+        source = (
+            listing.fence.content if listing.composed is None else ast.unparse(listing.composed)
+        )
         if listing.fence.kind == "raises":
             # The listing is meant to raise; the script carries on after it.
             body = textwrap.indent(source, "    ") or "    pass"
@@ -185,7 +191,7 @@ def main() -> None:
         commands: list[list[str]] = []
         for chapter in drafted:
             assert chapter.checkpoint is not None and chapter.learner is not None
-            commands.append(_plain_script(chapter, Path(folder)))
+            commands.append(_plain_script(chapter, Path(folder), manifest))
             commands.append([sys.executable, str(chapter.checkpoint)])
             commands.append([sys.executable, "-c", _IMPORT, str(chapter.learner)])
         # One untimed round warms the file cache and the bytecode caches for everyone.
