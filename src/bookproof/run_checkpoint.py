@@ -16,12 +16,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bookproof.verify.manifest import Manifest, ManifestError, load_manifest
+from bookproof.layout import DEFAULT_MANIFEST, REPO_ROOT, Manifest, ManifestError, load_manifest
 
 __all__ = ["checkpoint_for", "main"]
-
-_ROOT = Path(__file__).resolve().parents[2]
-_MANIFEST = _ROOT / "book" / "textbook" / "book.toml"
 
 
 class NoCheckpoint(Exception):
@@ -30,7 +27,7 @@ class NoCheckpoint(Exception):
 
 def checkpoint_for(manifest: Manifest, number: int) -> Path:
     """The checkpoint file of drafted chapter `number`."""
-    chapter = next((c for c in manifest.chapters if c.number == number), None)
+    chapter = manifest.chapter(number)
     if chapter is None:
         numbers = [c.number for c in manifest.chapters]
         raise NoCheckpoint(
@@ -46,7 +43,8 @@ def checkpoint_for(manifest: Manifest, number: int) -> Path:
 def _listing(manifest: Manifest) -> str:
     lines = []
     for chapter in manifest.chapters:
-        where = str(chapter.checkpoint.relative_to(_ROOT)) if chapter.checkpoint else "(planned)"
+        checkpoint = chapter.checkpoint
+        where = str(checkpoint.relative_to(REPO_ROOT)) if checkpoint else "(planned)"
         lines.append(f"{chapter.number:>3}  {chapter.title:<32}  {where}")
     return "\n".join(lines)
 
@@ -67,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     options = parser.parse_args(argv)
     try:
-        manifest = load_manifest(_MANIFEST)
+        manifest = load_manifest(DEFAULT_MANIFEST)
     except ManifestError as error:
         print(f"checkpoint: {error}", file=sys.stderr)
         return 2
@@ -81,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NoCheckpoint as error:
         print(f"checkpoint: {error}", file=sys.stderr)
         return 2
-    os.chdir(_ROOT)
+    os.chdir(REPO_ROOT)
     sys.stdout.flush()
     # Replacing this process, rather than starting a child, hands the
     # checkpoint the terminal, the signals and the exit status unchanged.

@@ -22,15 +22,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bookproof.verify.manifest import ManifestError, load_manifest
+from bookproof.layout import REPO_ROOT, BookLayout, ManifestError, load_manifest
 
 __all__ = ["WORKSPACE", "Started", "WorkspaceError", "main", "start_book"]
 
 # Relative to the repository root; `.gitignore` lists it, so nothing a learner
 # writes there shows up as a change to the project.
 WORKSPACE = Path("work")
-
-_ROOT = Path(__file__).resolve().parents[2]
 
 
 class WorkspaceError(Exception):
@@ -48,10 +46,10 @@ class Started:
 
 def _starter(root: Path, number: int) -> Path:
     try:
-        manifest = load_manifest(root / "book" / "textbook" / "book.toml")
+        manifest = load_manifest(BookLayout(root).manifest)
     except ManifestError as error:
         raise WorkspaceError(str(error)) from None
-    chapter = next((c for c in manifest.chapters if c.number == number), None)
+    chapter = manifest.chapter(number)
     if chapter is None:
         numbers = [c.number for c in manifest.chapters]
         raise WorkspaceError(
@@ -78,7 +76,7 @@ def _files(folder: Path) -> list[Path]:
     return found
 
 
-def start_book(number: int, *, root: Path = _ROOT, into: Path | None = None) -> Started:
+def start_book(number: int, *, root: Path = REPO_ROOT, into: Path | None = None) -> Started:
     """Copy exercise book `number` to the workspace, or bring back what is missing from it.
 
     A fresh folder is filled beside its final place and renamed into it, so
