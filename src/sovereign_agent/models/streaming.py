@@ -127,12 +127,12 @@ def _object(data: str) -> dict[str, Any]:
         level = [
             child
             for item in level
-            if isinstance(item, dict | list)
             for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
         ]
-    if any(isinstance(item, dict | list) for item in level):
-        raise ModelResponseError("a stream event is nested too deeply")
-    return value
+        if not level:
+            return value
+    raise ModelResponseError("a stream event is nested too deeply")
 
 
 def _not_json(name: str) -> None:
