@@ -1,4 +1,4 @@
-"""Support the book does not print: a token bucket, how often a tool (or a whole run) may be called.
+"""Partly printed, in chapter 13: a token bucket, how often a tool (or a whole run) may be called.
 
 A bucket holds up to `capacity` tokens and gains `refill_per_s` of them every
 second, never more than it holds. A call takes one token; with none left it
