@@ -331,3 +331,20 @@ def test_a_narrowed_dispatcher_keeps_the_runs_limits() -> None:
         "tool_not_allowed"
     )
     run.close()
+
+
+def test_a_call_from_inside_a_running_loop_is_refused_in_one_clear_line() -> None:
+    shop = Shop()
+    run, dispatcher = limited(shop, Limits())
+
+    async def inside() -> None:
+        with pytest.raises(RuntimeError, match="no running loop"):
+            dispatcher.attempt(call("c1", "read_a", seconds=0.1))
+        with pytest.raises(RuntimeError, match="no running loop"):
+            dispatcher.attempt_turn([call("c1", "read_a", seconds=0.1)])
+        # From a thread of its own, the same call works.
+        outcome = await asyncio.to_thread(dispatcher.attempt, call("c2", "read_a", seconds=0.1))
+        assert outcome.observation["ok"] is True
+
+    asyncio.run(inside())
+    run.close()

@@ -91,6 +91,7 @@ class LimitedDispatcher(Dispatcher):
         return LimitedDispatcher(super().scoped(names), self._run, wrapped=True)
 
     def attempt(self, call: ToolCall) -> ToolOutcome:
+        _outside_a_running_loop()
         refusal = self._run.admit(call.name)
         if refusal is not None:
             return refusal
@@ -102,6 +103,7 @@ class LimitedDispatcher(Dispatcher):
         The limits are met in the model's order, before anything runs, so
         which call a rate limit refuses does not depend on which finished first.
         """
+        _outside_a_running_loop()
         answers: list[ToolOutcome | None] = [self._run.admit(call.name) for call in calls]
         # Runs of reads go together; any other call is a batch of its own.
         batches: list[tuple[bool, list[int]]] = []
@@ -149,6 +151,23 @@ class LimitedDispatcher(Dispatcher):
             # The handler was entered (it may even still be running): it ran.
             return replace(outcome, observation={"ok": False, "error": "tool_timeout"})
         return outcome
+
+
+def _outside_a_running_loop() -> None:
+    """Refuse, in one clear line, a call from inside a running event loop.
+
+    The run's handlers run on the run's own loop, driven from here; from a
+    thread whose loop is already running, that cannot be done, and asyncio's
+    own error would not say why.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        "a LimitedDispatcher runs its handlers on its run's own event loop: "
+        "call it from a thread with no running loop (asyncio.to_thread, for one)"
+    )
 
 
 def guard(run: RunLimits, tool: ExecutableTool[Any]) -> Any:
