@@ -36,7 +36,7 @@ from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall, ToolOutc
 
 # --- Chapter 13: the chapter's definitions, as it prints them ---------------------------
 
-# What the supplier can deliver, and how long it takes to say so, per product.
+# What the supplier can deliver, per product (chapter 9's fixture).
 SUPPLIER = {"VANILLA": 40, "CHOCOLATE": 12, "STRAWBERRY": 0}
 
 

@@ -192,10 +192,10 @@ def test_a_synchronous_handler_is_answered_at_the_bound_but_runs_on_to_its_end()
     with RunLimits(Limits(tool_timeout_s=0.05)) as run:  # a real clock: threads are real
         dispatcher = run.dispatcher(Dispatcher([tool], allowed=["slow_sync"]))
         started = time.monotonic()
-        outcome = dispatcher.attempt(call("c1", "slow_sync", seconds=0.4))
+        outcome = dispatcher.attempt(call("c1", "slow_sync", seconds=1.0))
         answered_after = time.monotonic() - started
         assert outcome.observation == {"ok": False, "error": "tool_timeout"}
-        assert answered_after < 0.3
+        assert answered_after < 0.9
         assert not went_on.is_set()
         assert went_on.wait(5.0)
 

@@ -24,7 +24,7 @@ from sovereign_agent.models import (
 from sovereign_agent.models.streaming import ServerEvent, StreamAssembler, assemble
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall, ToolOutcome
 
-# What the supplier can deliver, and how long it takes to say so, per product.
+# What the supplier can deliver, per product (chapter 9's fixture).
 SUPPLIER = {"VANILLA": 40, "CHOCOLATE": 12, "STRAWBERRY": 0}
 
 
