@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from provider_stub import (
     ANTHROPIC_ROUTE,
     OPENAI_ROUTE,
     ProviderStub,
+    anthropic_error,
     anthropic_stream,
     anthropic_stream_events,
     anthropic_tool_use,
@@ -35,7 +37,10 @@ from strength import examples
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import (
     AnthropicClient,
+    HTTPSettings,
+    ModelHTTPError,
     ModelResponseError,
+    ModelUnavailableError,
     OpenAICompatibleClient,
     UserMessage,
 )
@@ -237,12 +242,11 @@ def test_a_stream_larger_than_its_bound_is_refused() -> None:
 
 
 def stock_tools() -> Dispatcher:
-    ran: list[str] = []
     tool = ExecutableTool(
         name="stock_level",
         description="Tubs in the freezer for one product.",
         arguments=ProductArguments,
-        handler=lambda arguments: ran.append(arguments.sku) or {"tubs": 4},
+        handler=lambda arguments: {"tubs": 4},
     )
     return Dispatcher([tool], allowed={"stock_level"})
 
@@ -303,3 +307,28 @@ def test_a_stream_cut_part_way_runs_nothing(dialect: str) -> None:
     assert record.error is not None and "ended before its announced length" in record.error
     assert record.requested == () and record.executed == ()
     assert "secret-token-stream" not in record.error
+
+
+def test_a_stream_refused_with_an_http_error_is_asked_for_once_and_names_no_key() -> None:
+    with ProviderStub() as stub:
+        stub.enqueue(ANTHROPIC_ROUTE, anthropic_error(429, "slow down", kind="rate_limit_error"))
+        client = AnthropicClient(
+            "stub-model", api_key="secret-token-stream", base_url=stub.anthropic_base_url
+        )
+        with pytest.raises(ModelHTTPError) as raised:
+            client.stream([UserMessage(content="hi")])
+        assert len(stub.requests) == 1  # text shown once must never be shown twice
+    assert raised.value.status == 429
+    assert "secret-token-stream" not in str(raised.value)
+
+
+def test_a_stream_that_trickles_past_the_timeout_is_unavailable() -> None:
+    slow = replace(openai_stream("Checking the freezer."), drip_s=0.02)
+    with ProviderStub() as stub:
+        stub.enqueue(OPENAI_ROUTE, slow)
+        client = OpenAICompatibleClient(
+            "stub-model", base_url=stub.openai_base_url, settings=HTTPSettings(timeout_s=0.3)
+        )
+        shown: list[str] = []
+        with pytest.raises(ModelUnavailableError, match=r"within 0\.3 s"):
+            client.stream([UserMessage(content="hi")], on_text=shown.append)
