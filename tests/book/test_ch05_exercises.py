@@ -316,7 +316,9 @@ def test_the_grader_door_answers_in_plain_json_over_real_files(tmp_path: Path) -
                 "UNIQUE constraint failed: drafts.sku",
                 "cancelled: 2 SKU-STRAWBERRY CANCELLED",
                 "no open draft for SKU-CHOCOLATE",
-                "  2 SKU-STRAWBERRY 4 1100 CANCELLED",
+                # Money as the book prints it: never a bare 1100.
+                "  1 SKU-VANILLA 6 1,500 pence SUPERSEDED",
+                "  2 SKU-STRAWBERRY 4 1,100 pence CANCELLED",
             ],
         ),
     ],
