@@ -13,8 +13,9 @@ from typing import Any
 from system_components import require_executable
 
 from bookproof.grade.book import BASELINE, Book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 BWRAP_INSTALL = "sudo apt-get install bubblewrap"
 
 

@@ -16,8 +16,9 @@ from exercise_books import hand_in as hand_in_module
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = EXERCISES / "book05"
 SOLUTIONS = ROOT / "solutions" / "book05"
 SOLUTION = (SOLUTIONS / "shop_store.py").read_text(encoding="utf-8")

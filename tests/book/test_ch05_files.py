@@ -17,8 +17,9 @@ from chapter_files import run_checkpoint as run_script
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
 
 import sovereign_agent.store
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 TEXTBOOK = ROOT / "book/textbook"
 CHAPTER = TEXTBOOK / "ch05_persistent_stock.md"
 CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch05_persistent_stock_checkpoint.py"

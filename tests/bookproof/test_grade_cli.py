@@ -22,8 +22,9 @@ from bookproof.grade.book import VISIBILITIES
 from bookproof.grade.books import BookError, load_book
 from bookproof.grade.cli import submission_names
 from bookproof.grade.session import OUTCOMES
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "scripts" / "grade_exercises.py"
 SOLUTION = ROOT / "solutions" / "book02"
 # The first line of a batch that started grading names the book.

@@ -26,8 +26,9 @@ from bookproof.grade.report import REPORT_MODE, write_atomically, write_csv
 from bookproof.grade.roster import RosterError, parse_roster, read_roster
 from bookproof.grade.runner import CheckOutcome, SubmissionReport
 from bookproof.grade.sandbox import Isolation
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "scripts" / "grade_exercises.py"
 SOLUTION = ROOT / "solutions" / "book02"
 STARTER = EXERCISES / "book02"

@@ -31,8 +31,9 @@ from bookproof.grade.gradescope import (
     unpack,
 )
 from bookproof.grade.sandbox import unprivileged_problem
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SOLUTIONS = ROOT / "solutions" / "book02"
 BOOK = load_book(2)
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}

@@ -34,8 +34,9 @@ from container_sandbox import PYTHON_HOME, run_in_container
 from bookproof.grade.book import BASELINE
 from bookproof.grade.books import load_book
 from bookproof.grade.gradescope import build_autograder
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = load_book(2)
 REFERENCE = {
     "shop_tools.py": ROOT / "solutions" / "book02" / "shop_tools.py",

@@ -31,8 +31,9 @@ from committed import EXERCISES
 from system_components import require_executable
 
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SOLUTIONS = ROOT / "solutions" / "book02"
 SOLUTION = (SOLUTIONS / "shop_tools.py").read_text(encoding="utf-8")
 STARTER = (EXERCISES / "book02" / "shop_tools.py").read_text(encoding="utf-8")
