@@ -43,6 +43,7 @@ from bookproof.grade.sandbox import (
     Limits,
     bubblewrap_problem,
     describe,
+    root_children_accepted,
     stop_everything,
     unprivileged_problem,
 )
@@ -330,7 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     trees = relied_on()
     before = snapshot(trees)
     try:
-        reports = _grade_all(folders, names, book, isolation, limits, seed, args.jobs)
+        with root_children_accepted(args.run_submissions_as_root):
+            reports = _grade_all(folders, names, book, isolation, limits, seed, args.jobs)
     except KeyboardInterrupt:
         stop_everything()
         print("grade-exercises: interrupted; no report was written", file=sys.stderr)
