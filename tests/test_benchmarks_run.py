@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from system_components import require_executable
 
-ROOT = Path(__file__).resolve().parents[1]
+from bookproof.layout import REPO_ROOT
+
+ROOT = REPO_ROOT
 
 SMALLEST: dict[str, tuple[list[str], str]] = {
     "bench_dispatch.py": (["--calls", "20", "--repeat", "1"], "valid draft"),

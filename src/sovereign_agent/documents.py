@@ -37,22 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, Setup, ToolCall
 
-__all__ = [
-    "MAX_DOCUMENT_BYTES",
-    "MAX_DOCUMENT_NAME",
-    "READS_ONLY",
-    "READ_DOCUMENT",
-    "UNTRUSTED",
-    "DocumentArguments",
-    "DocumentError",
-    "boundary_of",
-    "build_document_tools",
-    "delimited",
-    "invisible_in",
-    "open_inside",
-    "read_document_text",
-    "read_document_tool",
-]
+__all__ = ["DocumentError", "build_document_tools", "invisible_in", "open_inside"]
 
 READ_DOCUMENT = "read_document"
 # A supplier's note is a few paragraphs. The bound also keeps every note this

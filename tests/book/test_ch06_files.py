@@ -19,8 +19,9 @@ from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_c
 
 import sovereign_agent.shop
 import sovereign_agent.store
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 TEXTBOOK = ROOT / "book/textbook"
 CHAPTER = TEXTBOOK / "ch06_reservations_and_deliveries.md"
 CHECKPOINT = (

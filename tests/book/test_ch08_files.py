@@ -63,9 +63,10 @@ def test_the_runtime_skills_module_holds_what_section_8_12_redefines() -> None:
         assert runtime_constants[name] == taught[name], name
 
 
-def test_the_runtime_exports_every_public_name_it_defines() -> None:
+def test_the_runtime_exports_only_public_names_it_defines() -> None:
+    # Which of them are exported is held by tests/test_public_names.py.
     public = {n for n in set(definitions(RUNTIME)) | set(constants(RUNTIME)) if n[0] != "_"}
-    assert set(sovereign_agent.documents.__all__) == public
+    assert set(sovereign_agent.documents.__all__) <= public
 
 
 def test_importing_the_learner_file_prints_nothing(tmp_path: Path) -> None:

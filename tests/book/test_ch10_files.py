@@ -16,7 +16,9 @@ from chapter_files import checkpoint_output, definitions, run_checkpoint, run_py
 from markdown_it import MarkdownIt
 from verifying import verify
 
-ROOT = Path(__file__).resolve().parents[2]
+from bookproof.layout import REPO_ROOT
+
+ROOT = REPO_ROOT
 TEXTBOOK = ROOT / "book/textbook"
 CHAPTER = TEXTBOOK / "ch10_durable_approvals.md"
 CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch10_durable_approvals_checkpoint.py"

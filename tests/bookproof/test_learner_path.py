@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from committed import EXERCISES
 
+from bookproof.layout import REPO_ROOT
 from bookproof.workspace import WorkspaceError, start_book
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 MANIFEST = tomllib.loads((ROOT / "book" / "textbook" / "book.toml").read_text(encoding="utf-8"))
 DRAFTED = [c for c in MANIFEST["chapters"] if c["status"] == "drafted"]
 PLANNED = [c for c in MANIFEST["chapters"] if c["status"] == "planned"]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from shop_store import contents, python_child, run_python, start_together
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.store import (
     APPROVALS_V3,
     MIGRATIONS,
@@ -27,7 +28,7 @@ from sovereign_agent.store import (
     save_draft,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 CHAPTER_5 = ROOT / "book/textbook/learner/profrod_sovereign_agent_ch05_persistent_stock_learner.py"
 
 # Chapter 5's code, as a reader saved it, leaves Lucy's store at version 1.

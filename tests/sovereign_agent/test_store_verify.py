@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from shop_store import PRICES, SHOP, contents, run_python, seeded_store
 from system_components import require_executable
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.store import (
     APPLICATION_ID,
     MIGRATIONS,
@@ -46,7 +47,7 @@ from sovereign_agent.store import (
     receive_delivery,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 
 # The store's products table with every CHECK taken out: the same columns,
 # types and keys, so the header and the column list both look right.

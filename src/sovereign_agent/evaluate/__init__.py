@@ -12,39 +12,21 @@
 `python -m sovereign_agent.evaluate SUITE.toml --repeat N --seed S` is the command line.
 """
 
-from sovereign_agent.evaluate.metrics import (
-    INVALID_CHOICES,
-    MISTAKES,
-    Call,
-    calls_of,
-    drafts_in,
-    invalid_choices,
-    recoveries,
-    shaped_for,
-)
-from sovereign_agent.evaluate.run import RunResult, VariantResult, check_expectations, run_suite
-from sovereign_agent.evaluate.sloppy import SloppyModel, choose_tool
+# The names chapter 4, its exercises and its checkpoint use; the rest stays
+# importable from its module (`sovereign_agent.evaluate.metrics`, ...).
+from sovereign_agent.evaluate.metrics import calls_of, drafts_in
+from sovereign_agent.evaluate.run import RunResult, VariantResult, run_suite
+from sovereign_agent.evaluate.sloppy import SloppyModel
 from sovereign_agent.evaluate.suite import Suite, SuiteError, load_suite
-from sovereign_agent.evaluate.variants import described, variant_tools
 
 __all__ = [
-    "INVALID_CHOICES",
-    "MISTAKES",
-    "Call",
     "RunResult",
     "SloppyModel",
     "Suite",
     "SuiteError",
     "VariantResult",
     "calls_of",
-    "check_expectations",
-    "choose_tool",
-    "described",
     "drafts_in",
-    "invalid_choices",
     "load_suite",
-    "recoveries",
     "run_suite",
-    "shaped_for",
-    "variant_tools",
 ]

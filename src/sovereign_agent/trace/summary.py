@@ -24,9 +24,7 @@ from sovereign_agent.trace.format import (
 )
 
 __all__ = [
-    "CALL_CLASSES",
     "FAILURE_CLASSES",
-    "STOP_CLASSES",
     "FailureClass",
     "TraceSummary",
     "failure_class",
