@@ -85,12 +85,34 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
 }
 
 
+# Hostile hand-ins: name -> (the body of weekday_program, words its feedback must hold).
+HOSTILE: dict[str, tuple[str, str]] = {
+    # A program that reads the reference solution: the grader's sandbox holds no such file.
+    "program_reads_the_reference": (
+        f'    return "print(open({str(SOLUTIONS / "code_answers.py")!r}).read())"',
+        "raised: FileNotFoundError",
+    ),
+    # A submission that starts a sandbox of its own, from inside the grader's: it cannot,
+    # and says what it got in the program it hands over.
+    "starts_its_own_sandbox": (
+        "    from pathlib import Path\n"
+        "    from sovereign_agent.generated_code import run_python\n"
+        "    got = run_python('print(1)', Path('.')).outcome.value\n"
+        "    return f'raise RuntimeError({got!r})'",
+        "raised: RuntimeError: no_sandbox",
+    ),
+}
+WEEKDAY_BODY = "    return WEEKDAY_PROGRAM.format(weekday=weekday)"
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book14")
     folders = {"starter": {"code_answers.py": STARTER}, "solution": {"code_answers.py": SOLUTION}}
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"code_answers.py": edited(SOLUTION, edits)}
+    for name, (body, _) in HOSTILE.items():
+        folders[name] = {"code_answers.py": edited(SOLUTION, [(WEEKDAY_BODY, body)])}
     return grade_batch(14, folders, base=base)
 
 
@@ -125,6 +147,19 @@ def test_an_endless_program_is_stopped_by_the_graders_clock(report: dict[str, Gr
     assert "Your program ended time_limit" in feedback
     # The grader's own clock stopped it: the check failed, it did not time out the submission.
     assert endless.outcomes["ex1_weekday_program"] == "failed"
+
+
+def _feedback(graded: Graded, check: str) -> str:
+    return str(next(c["feedback"] for c in graded.entry["checks"] if c["id"] == check))
+
+
+@pytest.mark.parametrize("hostile", sorted(HOSTILE))
+def test_a_hostile_program_is_run_on_the_graders_terms_and_earns_nothing(
+    report: dict[str, Graded], hostile: str
+) -> None:
+    graded = report[hostile]
+    assert graded.failed == UNIT_A
+    assert HOSTILE[hostile][1] in _feedback(graded, "ex1_weekday_program")
 
 
 def test_the_starter_and_the_solution_share_the_chapter_part_and_the_door() -> None:
