@@ -13,8 +13,9 @@ the grader's too), layer by layer:
 3. the process's own first act, before the model's code: rlimits (memory,
    file size, CPU seconds, open files) and a seccomp filter that refuses new
    processes, `exec`, io_uring and new namespaces;
-4. the parent's clock and byte counts: a wall-clock limit, and a bound on
-   what it may print.
+4. the parent's clock and byte counts: a wall-clock limit on the code (its
+   clock starts once layer 3 holds, so the sandbox's start-up is not
+   charged to it), and a bound on what it may print.
 
 The result is one of the named `Outcome`s with what the code printed,
 bounded. Where no sandbox can be made, the tool says so (`no_sandbox`) and
@@ -159,6 +160,10 @@ _ERROR_TAIL_BYTES = 2048
 _ERROR_LINE_CHARACTERS = 300
 # Standard error beyond this is a flood too.
 _ERROR_FLOOD_BYTES = 256 * 1024
+# How long bubblewrap and the interpreter may take to start, on a busy
+# machine, before the code's own clock starts: the time limit is the code's,
+# never charged for the sandbox's start-up.
+_START_UP_SECONDS = 30.0
 
 _PRELUDE = """
 import errno, os, sys, traceback
@@ -203,13 +208,20 @@ class _Reader(threading.Thread):
     """Reads one pipe to its end, keeping a bounded part; notes when more than `bound` came."""
 
     def __init__(
-        self, stream: io.BufferedReader, *, bound: int, tail: bool, flooded: threading.Event
+        self,
+        stream: io.BufferedReader,
+        *,
+        bound: int,
+        tail: bool,
+        flooded: threading.Event,
+        ready: threading.Event | None = None,
     ) -> None:
         super().__init__(daemon=True)
         self._stream = stream
         self._bound = bound
         self._tail = tail
         self._flooded = flooded
+        self._ready = ready
         self.kept = b""
         self.total = 0
 
@@ -221,6 +233,8 @@ class _Reader(threading.Thread):
                     self.kept = (self.kept + chunk)[-_ERROR_TAIL_BYTES:]
                 elif len(self.kept) <= self._bound:
                     self.kept += chunk[: self._bound + 1 - len(self.kept)]
+                if self._ready is not None and self.kept.startswith(_READY):
+                    self._ready.set()
                 if self.total > self._bound:
                     # Noticed at once, so the parent stops the flood, not the clock.
                     self._flooded.set()
@@ -261,10 +275,11 @@ def run_python(code: str, data: Path, limits: CodeLimits | None = None) -> CodeR
 def _watch(process: subprocess.Popen[bytes], code: str, limits: CodeLimits) -> CodeResult:
     """Hand the code over, then wait for the end, the clock or a flood, whichever comes first."""
     assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    flooded = threading.Event()
+    flooded, ready = threading.Event(), threading.Event()
     stdout = cast(io.BufferedReader, process.stdout)
     stderr = cast(io.BufferedReader, process.stderr)
-    out = _Reader(stdout, bound=len(_READY) + limits.output_bytes, tail=False, flooded=flooded)
+    bound = len(_READY) + limits.output_bytes
+    out = _Reader(stdout, bound=bound, tail=False, flooded=flooded, ready=ready)
     err = _Reader(stderr, bound=_ERROR_FLOOD_BYTES, tail=True, flooded=flooded)
     out.start()
     err.start()
@@ -275,11 +290,16 @@ def _watch(process: subprocess.Popen[bytes], code: str, limits: CodeLimits) -> C
         process.stdin.write(code.encode("utf-8", "surrogatepass"))
     with contextlib.suppress(OSError):
         process.stdin.close()
-    deadline = time.monotonic() + limits.seconds
+    # The code's clock starts when the prelude says its limits hold.
+    deadline = time.monotonic() + _START_UP_SECONDS
+    clock_started = False
     timed_out = False
     while process.poll() is None:
         if flooded.is_set():
             break
+        if ready.is_set() and not clock_started:
+            clock_started = True
+            deadline = time.monotonic() + limits.seconds
         if time.monotonic() >= deadline:
             timed_out = True
             break
@@ -293,7 +313,7 @@ def _watch(process: subprocess.Popen[bytes], code: str, limits: CodeLimits) -> C
         # The prelude never finished: bubblewrap or the filter refused, not the code.
         why = _last_line(err.kept) or "the sandbox ended before the code could start"
         if timed_out:
-            why = "the sandbox did not start within the time limit"
+            why = f"the sandbox did not start within {_START_UP_SECONDS:g} seconds"
         elif process.returncode == _NO_FILTER:
             why = "the process filter could not be installed here"
         return CodeResult(Outcome.NO_SANDBOX, "", why)
