@@ -30,13 +30,14 @@ SMALLEST: dict[str, tuple[list[str], str]] = {
     "bench_grade.py": (["--book", "1", "--copies", "2", "--rounds", "1"], "sandbox cost"),
     "bench_mcp.py": (["--calls", "5", "--repeat", "1"], "ours / bare SDK"),
     "bench_limits.py": (["--calls", "5", "--repeat", "1"], "side by side"),
+    "bench_run_python.py": (["--repeat", "1"], "boundary cost"),
 }
 
 
 @pytest.mark.parametrize("script", sorted(SMALLEST))
 def test_the_benchmark_runs_and_prints_its_figures(script: str, tmp_path: Path) -> None:
     options, figure = SMALLEST[script]
-    if script == "bench_grade.py":
+    if script in ("bench_grade.py", "bench_run_python.py"):
         require_executable("bwrap", install="sudo apt-get install bubblewrap")
     if script == "bench_store.py":
         options = [*options, "--dir", str(tmp_path)]

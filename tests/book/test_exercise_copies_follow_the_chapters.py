@@ -86,6 +86,12 @@ CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
         "exercises": frozenset(),
         "solutions": frozenset(),
     },
+    14: {
+        # Both exercises add functions beside the chapter's program and model
+        # steps (weekday_program, read_answer); none of the chapter's code changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
 }
 
 

@@ -113,6 +113,7 @@ OFFLINE_ONLY = {
     2: "chapter 2 runs no model",
     10: "chapter 10's scripted model only sets up the approvals the chapter is about",
     13: "chapter 13's limits are met by local tools and hand-written streams, on a virtual clock",
+    14: "chapter 14's scripted model writes the exact program whose sandboxed run it shows",
 }
 
 
