@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sovereign_agent.effects import kept_after_untrusted_text
+from sovereign_agent.effects import Effect, kept_after_untrusted_text
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, Setup, ToolCall
 
@@ -219,6 +219,7 @@ def read_document_tool(
             "change nothing."
         ),
         arguments=DocumentArguments,
+        effects=frozenset({Effect.READ}),
         handler=read,
     )
 

@@ -159,6 +159,26 @@ def test_place_order_declares_money_and_so_meets_the_authority(tmp_path: Path) -
     assert order.consequential is True
 
 
+def test_every_tool_the_runtimes_factories_build_declares_its_classes(tmp_path: Path) -> None:
+    # Nothing left to chapter 2's boolean: each tool says what it can do. Skills
+    # need the optional YAML extra, so they are imported where they are used.
+    from sovereign_agent.skills import build_skill_tools
+
+    store = open_store(friday_store(tmp_path / "s.db"))
+    approved, _ = build_approved_store_tools(store)
+    dispatchers = (
+        build_tools(SHOP),
+        build_store_tools(store),
+        approved,
+        build_document_tools(SHOP, documents_root=str(DOCUMENTS)),
+        build_skill_tools(SHOP, skills_root=str(ROOT / "book/textbook/skills"), provenance="shop"),
+    )
+    undeclared = [
+        name for dispatcher in dispatchers for name, t in dispatcher.tools.items() if not t.effects
+    ]
+    assert undeclared == []
+
+
 @pytest.mark.parametrize("consequential", [False, True])
 def test_a_remote_tool_is_egress_whatever_it_is_declared(consequential: bool) -> None:
     declaration = Declared(

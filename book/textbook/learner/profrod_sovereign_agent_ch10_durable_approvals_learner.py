@@ -3,8 +3,8 @@
 The runtime for approvals is the book's package, `sovereign_agent.approvals`;
 these are the definitions the chapter prints: the fixture and the model, then
 section 10.11's effect classes, the `ExecutableTool` that declares them, and
-the shop's tool factories with each tool's classes. Importing this file
-prints nothing and touches no file.
+the shop's tool factories and chapter 8's two readers, each tool with its
+classes. Importing this file prints nothing and touches no file.
 """
 
 import copy
@@ -17,7 +17,14 @@ from pathlib import Path
 from typing import Any, Generic, Protocol
 
 from sovereign_agent.approvals import add_operator, set_weekly_limit
-from sovereign_agent.documents import READ_DOCUMENT, DocumentError, read_document_tool
+from sovereign_agent.documents import (
+    READ_DOCUMENT,
+    READS_ONLY,
+    DocumentArguments,
+    DocumentError,
+    delimited,
+    read_document_text,
+)
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, Message
 from sovereign_agent.shop import (
     PRICES_PENCE,
@@ -29,6 +36,16 @@ from sovereign_agent.shop import (
     stock_report,
     supplier_quote,
 )
+from sovereign_agent.skills import (
+    LOAD_SKILL,
+    OUTSIDE,
+    OUTSIDE_SKILL_KEEPS,
+    SHOP_OWN,
+    Provenance,
+    Skill,
+    SkillArguments,
+    skill_catalogue,
+)
 from sovereign_agent.store import (
     expect_delivery,
     open_store,
@@ -38,7 +55,14 @@ from sovereign_agent.store import (
     seed_store,
     store_quote,
 )
-from sovereign_agent.tools import ArgumentsT, Dispatcher, Setup, ToolCall, parameters_schema
+from sovereign_agent.tools import (
+    ArgumentsT,
+    Dispatcher,
+    Narrow,
+    Setup,
+    ToolCall,
+    parameters_schema,
+)
 
 SHOP = {
     "products": [
@@ -305,4 +329,78 @@ def build_document_tools(
         before_write=before_write,
         hints=hints,
         setup=setup if before_write is None else None,
+    )
+
+
+def read_document_tool(
+    root: Path, *, keep: frozenset[str] = READS_ONLY
+) -> ExecutableTool[DocumentArguments]:
+    """The tool that reads one note from the folder `root`, and narrows its run to `keep`."""
+
+    def read(arguments: DocumentArguments) -> Narrow:
+        text = read_document_text(root, arguments.name)
+        # Only a read that succeeded narrows: a refused name let no text in.
+        return Narrow(
+            delimited(arguments.name, text),
+            keep=keep,
+            reason=f"untrusted text: {arguments.name}",
+        )
+
+    return ExecutableTool(
+        name=READ_DOCUMENT,
+        description=(
+            "Read one of the supplier's notes, by its file name. Its text comes from "
+            "outside the shop: once a note is read, this run keeps only the tools that "
+            "change nothing."
+        ),
+        arguments=DocumentArguments,
+        effects=frozenset({Effect.READ}),
+        handler=read,
+    )
+
+
+def load_skill_tool(
+    skills: Sequence[Skill], *, provenance: Provenance = OUTSIDE
+) -> ExecutableTool[SkillArguments]:
+    """The tool that hands the model one skill's instructions, and narrows the run.
+
+    A skill of the shop's own narrows the run to the tools it lists. A skill
+    from outside is untrusted text, like a supplier's note: loading it keeps
+    only the tools that change nothing, whatever it lists, and when it lists none.
+    """
+    if provenance not in (SHOP_OWN, OUTSIDE):
+        raise ValueError(f"provenance must be {SHOP_OWN!r} or {OUTSIDE!r}, not {provenance!r}")
+    by_name = {skill.name: skill for skill in skills}
+    if len(by_name) < len(skills):
+        raise ValueError("two skills share a name")
+
+    def load(arguments: SkillArguments) -> Any:
+        skill = by_name[arguments.skill]
+        value = {"skill": skill.name, "instructions": skill.instructions}
+        if provenance == OUTSIDE:
+            # Its own list can narrow further, never keep a tool that writes.
+            listed = OUTSIDE_SKILL_KEEPS if skill.allowed_tools is None else skill.allowed_tools
+            return Narrow(
+                value, keep=OUTSIDE_SKILL_KEEPS & listed, reason=f"outside skill {skill.name}"
+            )
+        if skill.allowed_tools is None:
+            return value
+        return Narrow(value, keep=skill.allowed_tools, reason=f"skill {skill.name}")
+
+    warning = (
+        " These skills come from outside the shop: loading one keeps only the tools that "
+        "change nothing."
+        if provenance == OUTSIDE
+        else ""
+    )
+    return ExecutableTool(
+        name=LOAD_SKILL,
+        description=(
+            "Load a skill: step-by-step instructions for one kind of task. Loading one can "
+            f"only narrow the tools of this run, to the tools the skill lists.{warning} Skills:\n"
+            + skill_catalogue(skills)
+        ),
+        arguments=SkillArguments,
+        effects=frozenset({Effect.READ}),
+        handler=load,
     )
