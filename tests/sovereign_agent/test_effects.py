@@ -55,7 +55,7 @@ from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.shop import NoArguments, build_tools
 from sovereign_agent.store import build_store_tools, open_store
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
-from sovereign_agent.trace import JsonLinesFile, Recorder, read_trace
+from sovereign_agent.trace import JsonLinesFile, Recorder, read_trace, recorder_from_env
 from sovereign_agent.trace.format import EffectName
 from sovereign_agent.trace.recorded_remote import _recorded_tool
 from sovereign_agent.trace.replay import replay_run
@@ -346,6 +346,21 @@ def test_the_trace_records_each_calls_classes_and_replay_diverges_when_they_chan
     assert divergence is not None
     assert (divergence.kind, divergence.what) == ("tool_call", "effects")
     assert "money" in divergence.now and "money" not in divergence.recorded
+
+
+def test_the_recorder_sovereign_trace_makes_always_writes_the_classes(tmp_path: Path) -> None:
+    trace = tmp_path / "env.jsonl"
+    run_task(
+        ScriptedModel(PLAN),
+        build_tools(SHOP),
+        "Plan.",
+        max_steps=6,
+        max_tool_calls=8,
+        recorder=recorder_from_env({"SOVEREIGN_TRACE": str(trace)}),
+    )
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    calls = [e for e in events if e["event"] in {"tool_call", "tool_outcome"}]
+    assert calls and all(call["effects"] in (["read"], ["write"]) for call in calls)
 
 
 def test_a_recorder_built_by_hand_writes_no_classes_unless_asked() -> None:
