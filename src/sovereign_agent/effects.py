@@ -65,10 +65,10 @@ UNTRUSTED_TEXT_KEEPS = frozenset({Effect.READ})
 
 
 class Classed(Protocol):
-    """Anything that says what it can do: an `ExecutableTool`."""
+    """Anything that declares what it can do: an `ExecutableTool`."""
 
     @property
-    def effect_classes(self) -> frozenset[Effect]: ...
+    def effects(self) -> frozenset[Effect]: ...
 
 
 def classes_of_consequential(consequential: bool) -> frozenset[Effect]:
@@ -82,11 +82,15 @@ def needs_authority(classes: Iterable[Effect]) -> bool:
 
 
 def kept_after_untrusted_text(tools: Mapping[str, Classed]) -> frozenset[str]:
-    """The names a run keeps once it has read untrusted text: the tools that only read.
+    """The names a run keeps once it has read untrusted text: the tools declared to only read.
 
     Worked out from the classes, not listed by name, so a tool added later is
-    kept or removed by what it declares, not by whether somebody remembered it.
+    kept or removed by what it declares. Only a declaration counts: a tool
+    that declares no classes is removed, whatever its boolean says, as
+    chapter 8's list removed every tool it did not name.
     """
     return frozenset(
-        name for name, tool in tools.items() if tool.effect_classes <= UNTRUSTED_TEXT_KEEPS
+        name
+        for name, tool in tools.items()
+        if tool.effects and tool.effects <= UNTRUSTED_TEXT_KEEPS
     )

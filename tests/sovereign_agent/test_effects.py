@@ -236,6 +236,14 @@ def test_a_run_that_read_untrusted_text_never_executes_what_leaves_the_shop_or_s
     assert ran == {name for name, classes in classes_of.items() if classes == {"read"}}
 
 
+def test_a_tool_that_declares_no_classes_is_removed_after_a_read_whatever_its_boolean() -> None:
+    # Chapter 8's safe default: a tool nobody classed is not trusted to only read.
+    plain = ExecutableTool("plain", "P.", NoArguments, lambda a: None)
+    read = ExecutableTool("read", "R.", NoArguments, lambda a: None, effects=frozenset({"read"}))
+    assert plain.effect_classes == {Effect.READ}
+    assert kept_after_untrusted_text({"plain": plain, "read": read}) == {"read"}
+
+
 def test_the_chapter_8_rule_worked_out_from_the_classes_keeps_what_chapter_8_listed() -> None:
     notes = build_document_tools(SHOP, documents_root=str(DOCUMENTS))
     assert kept_after_untrusted_text(notes.tools) == READS_ONLY
