@@ -1,4 +1,4 @@
-"""Printed in chapters 7 and 8: skills, packaged know-how that narrows a run, never widens.
+"""Printed in chapters 7, 8 and 10: skills, packaged know-how that narrows a run, never widens.
 
 A skill is a folder holding `SKILL.md`: YAML front matter between two `---`
 lines (`name`, `description`, optionally `allowed-tools`), then Markdown
@@ -39,6 +39,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sovereign_agent.documents import DocumentError, invisible_in, open_inside
+from sovereign_agent.effects import Effect
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, Setup, ToolCall
 
@@ -429,6 +430,7 @@ def load_skill_tool(
             + skill_catalogue(skills)
         ),
         arguments=SkillArguments,
+        effects=frozenset({Effect.READ}),
         handler=load,
     )
 

@@ -1,4 +1,4 @@
-"""Printed in chapters 5 and 6: the store, Lucy's shop in one SQLite file that outlives any process.
+"""Printed in chapters 5, 6 and 10: the store, Lucy's shop in one SQLite file outliving any process.
 
 The dict of chapters 1 to 3 lived and died with one process. Here the stock,
 the prices, the deliveries and the saved drafts live in a database file: a
@@ -26,6 +26,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.shop import (
     CURRENCY,
     SHOP_TOOL_NAMES,
@@ -642,18 +643,21 @@ def build_store_tools(
             name="list_stock",
             description="Every product with its stock, its target and the tubs needed.",
             arguments=NoArguments,
+            effects=frozenset({Effect.READ}),
             handler=lambda _: stock_report(read_products(connection)),
         ),
         ExecutableTool(
             name="supplier",
             description="The supplier's quote for one sku, in integer pence.",
             arguments=ProductArguments,
+            effects=frozenset({Effect.READ}),
             handler=lambda args: store_quote(connection, args.sku),
         ),
         ExecutableTool(
             name="draft_order",
             description="Draft (never place) a re-order for exactly the tubs needed.",
             arguments=DraftArguments,
+            effects=frozenset({Effect.WRITE}),
             handler=lambda args: save_draft(connection, args.sku, args.quantity),
         ),
     )

@@ -4,6 +4,7 @@
   and their expectations), checked with errors that name the file and the key;
 - `sloppy`: the offline stand-in for a model, and the word-matching selector;
 - `variants`: the shop's tools with full, emptied or shuffled descriptions;
+- `skus`: the same tools with `sku` an enum of the catalogue (section 4.13);
 - `metrics`: a run's calls and codes, invalid choices, recoveries, confusions;
 - `run`: every variant, task and repeat, each run checked and measured;
 - `interval`: how sure a rate is, Wilson's 95% score interval;

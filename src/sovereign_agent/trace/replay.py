@@ -319,6 +319,10 @@ class _Checker:
             )
             if recorded.source is not None:
                 self._same(line, recorded, "source", recorded.source, now.source)
+            if recorded.effects is not None:
+                # A tool that can now do more (or less) than when it was recorded
+                # is not the tool the run used: a divergence, as a new schema is.
+                self._same(line, recorded, "effects", recorded.effects, now.effects)
         elif isinstance(recorded, ToolOutcomeEvent) and isinstance(now, ToolOutcomeEvent):
             self._compare_outcome(line, recorded, now)
         elif isinstance(recorded, ScopeNarrowedEvent) and isinstance(now, ScopeNarrowedEvent):
@@ -392,6 +396,8 @@ class _Checker:
         )
         if recorded.source is not None:
             self._same(line, recorded, "source", recorded.source, now.source)
+        if recorded.effects is not None:
+            self._same(line, recorded, "effects", recorded.effects, now.effects)
         self._compare_fingerprint(
             line, recorded, recorded.tool_name, recorded.schema_fingerprint, now.schema_fingerprint
         )
@@ -443,7 +449,7 @@ def replay_run(
             max_steps=started.max_steps,
             max_tool_calls=started.max_tool_calls,
             system=started.system,
-            recorder=Recorder(checker, sources=sources),
+            recorder=Recorder(checker, sources=sources, effects=True),
         )
     except _Diverged as stop:
         matched = stop.divergence.seq - 1
