@@ -124,7 +124,9 @@ def test_a_purchaser_killed_while_the_supplier_commits_leaves_one_order(tmp_path
         time.sleep(0.3)
         child.send_signal(signal.SIGKILL)
         child.communicate(timeout=30)
-        assert ledger_orders(desk.ledger) == []
+        # The desk commits the dead client's order a moment later, or (on a
+        # machine too slow to have sent it yet) never sees it: either way,
+        # resolving must end with exactly one.
         settled_exactly_once(store_path, desk.ledger, desk.url, 1)
 
 

@@ -16,11 +16,16 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from supplier_desk import DESK, ledger_orders, running_desk
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from strength import examples
+from supplier_desk import DESK, RunningDesk, ledger_orders, running_desk
 
 VANILLA_9 = {"sku": "SKU-VANILLA", "quantity": 9}
 
@@ -172,3 +177,62 @@ def test_the_command_line_refuses_an_unknown_fault_in_one_line(tmp_path: Path) -
     )
     assert done.returncode == 2
     assert "unknown fault 'boom'" in done.stderr
+
+
+def raw_post(url: str, body: bytes, key: str | None) -> tuple[int, bytes]:
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        headers = {} if key is None else {"Idempotency-Key": key}
+        connection.request("POST", "/orders", body, headers)
+        answer = connection.getresponse()
+        return answer.status, answer.read()
+    finally:
+        connection.close()
+
+
+BODIES = st.one_of(
+    st.binary(max_size=64),
+    st.builds(
+        lambda value: json.dumps(value).encode(),
+        st.dictionaries(
+            st.sampled_from(["sku", "quantity", "price"]),
+            st.one_of(
+                st.integers(-5, 2000),
+                st.sampled_from(["SKU-VANILLA", "SKU-PISTACHIO", ""]),
+                st.booleans(),
+                st.none(),
+            ),
+            max_size=3,
+        ),
+    ),
+)
+
+
+@pytest.fixture(scope="module")
+def shared_desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningDesk]:
+    with running_desk(tmp_path_factory.mktemp("desk") / "ledger.db") as desk:
+        yield desk
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=BODIES, key=st.one_of(st.none(), st.text(max_size=12)))
+@example(body=b'{"sku": "SKU-VANILLA", "quantity": 3}', key="-k")
+def test_any_request_is_an_order_or_a_refusal_and_never_a_crash(
+    shared_desk: RunningDesk, body: bytes, key: str | None
+) -> None:
+    # A fresh key per example, so an earlier example's order is never replayed.
+    sent_key = None if key is None else f"{uuid.uuid4().hex}{key}"
+    if sent_key is not None and not sent_key.isascii():
+        sent_key = None  # http.client only sends latin-1 header values
+    before = len(ledger_orders(shared_desk.ledger))
+    status, answer = raw_post(shared_desk.url, body, sent_key)
+    after = ledger_orders(shared_desk.ledger)
+    assert status in (201, 400, 422), answer
+    assert json.loads(answer)  # every answer, refusals too, is JSON
+    if status == 201:
+        sent = json.loads(body)
+        assert after[-1] == (sent_key, sent["sku"], sent["quantity"], 250)
+        assert len(after) == before + 1
+    else:
+        assert len(after) == before

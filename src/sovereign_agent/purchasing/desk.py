@@ -82,6 +82,7 @@ class Attempt:
     outcome: str
     status: int | None = None
     replayed: bool = False
+    order_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class SupplierDesk:
             else:
                 if status in (200, 201):
                     order = _order(answer)
-                    self._tell(Attempt(number, key, "answered", status, replayed))
+                    self._tell(Attempt(number, key, "answered", status, replayed, order.order_id))
                     return Sent(order, replayed, number)
                 self._tell(Attempt(number, key, "refused", status))
                 raise PurchaseRejected(
