@@ -29,6 +29,7 @@ SMALLEST: dict[str, tuple[list[str], str]] = {
     "bench_verify.py": (["--repeat", "1", "--sweep"], "linear cost"),
     "bench_grade.py": (["--book", "1", "--copies", "2", "--rounds", "1"], "sandbox cost"),
     "bench_mcp.py": (["--calls", "5", "--repeat", "1"], "ours / bare SDK"),
+    "bench_purchase.py": (["--purchases", "3", "--repeat", "1"], "ours / bare:"),
     "bench_limits.py": (["--calls", "5", "--repeat", "1"], "side by side"),
     "bench_run_python.py": (["--repeat", "1"], "boundary cost"),
 }

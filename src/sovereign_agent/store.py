@@ -223,9 +223,45 @@ APPROVALS_V3 = (
     ) STRICT""",
 )
 
+# Migration 4 (chapter 11): each order's purchase at the supplier. The row is
+# written PREPARED, with the operation id sent as the idempotency key, before
+# the request leaves; it becomes CONFIRMED, naming the supplier's order, after
+# the answer; REJECTED, saying why, when the supplier refused the request. One
+# purchase per order, one operation id per purchase, and a supplier's order
+# confirms one purchase only. The store also draws its own random name, once,
+# which every operation id carries: two shops (or one rebuilt from scratch)
+# with an approval 1 each never send one key for two different purchases.
+PURCHASES_V4 = (
+    """CREATE TABLE store_identity (
+        id INTEGER PRIMARY KEY CONSTRAINT one_identity CHECK (id = 1),
+        name TEXT NOT NULL CONSTRAINT identity_length CHECK (length(name) = 32)
+    ) STRICT""",
+    "INSERT INTO store_identity (id, name) VALUES (1, lower(hex(randomblob(16))))",
+    """CREATE TABLE purchases (
+        order_id INTEGER PRIMARY KEY REFERENCES orders (id),
+        operation_id TEXT NOT NULL UNIQUE
+            CONSTRAINT operation_id_length CHECK (length(operation_id) BETWEEN 1 AND 200),
+        status TEXT NOT NULL CONSTRAINT known_purchase_status
+            CHECK (status IN ('PREPARED', 'CONFIRMED', 'REJECTED')),
+        supplier_order_id TEXT UNIQUE,
+        prepared_at INTEGER NOT NULL,
+        settled_at INTEGER,
+        failure TEXT,
+        CONSTRAINT confirmed_names_the_supplier_order
+            CHECK ((status = 'CONFIRMED') = (supplier_order_id IS NOT NULL)),
+        CONSTRAINT rejected_says_why CHECK ((status = 'REJECTED') = (failure IS NOT NULL)),
+        CONSTRAINT settled_when_settled CHECK ((status = 'PREPARED') = (settled_at IS NULL))
+    ) STRICT""",
+)
+
 # Migration N brings a file from version N-1 to N. Append, never edit: a file
 # already at version N has run migration N exactly as it was written.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (SCHEMA_V1, RESERVATIONS_V2, APPROVALS_V3)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    SCHEMA_V1,
+    RESERVATIONS_V2,
+    APPROVALS_V3,
+    PURCHASES_V4,
+)
 
 # The store's mark in the file header ("LUCY" in ASCII): a database without it
 # belongs to someone else, and the store neither migrates nor writes it.
