@@ -104,7 +104,12 @@ class ApprovalsMachine(RuleBasedStateMachine):
                 number
                 for number, a in self.model.items()
                 if (a.sku, a.quantity) == (sku, quantity)
-                and a.effective(now) in ("PENDING", "APPROVED", "DENIED")
+                # A denial answers the call until its expiry, as a pending or
+                # approved request does; after it, the call asks again.
+                and (
+                    a.effective(now) in ("PENDING", "APPROVED")
+                    or (a.status == "DENIED" and a.expires > now)
+                )
             ),
             default=None,
         )
