@@ -377,9 +377,19 @@ def test_the_one_page_book_holds_every_drafted_chapter_in_order_with_working_lin
     seen = visit(browser, site_url + "index.html")
     try:
         page = seen.page
+        elsewhere: list[str] = []  # readers may be offline: nothing is fetched from outside
+        page.on(
+            "request",
+            lambda request: (
+                elsewhere.append(request.url)
+                if urlparse(request.url).netloc != urlparse(site_url).netloc
+                else None
+            ),
+        )
         page.click("a.whole-book-link")
         page.wait_for_load_state("load")
         assert page.url == site_url + "book.html"
+        assert elsewhere == []
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / "book-desktop.png"))  # its top: it is long
         titles = page.locator("article .whole-book-chapter h1").all_inner_texts()
