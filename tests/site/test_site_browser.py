@@ -433,7 +433,7 @@ def test_the_one_page_book_holds_every_drafted_chapter_in_order_with_working_lin
         )
         assert set(breaks) == {"page"}
         assert page.evaluate(
-            "[...document.querySelectorAll('button.copy-code')]"
+            "[...document.querySelectorAll('button.copy-code, .sidebar-drawer, .toc-drawer')]"
             ".every(b => getComputedStyle(b).display === 'none')"
         )
         assert seen.problems == []
