@@ -348,6 +348,10 @@ def test_at_a_laptops_width_the_sections_are_in_view_and_every_output_fits_the_c
                 .map(a => a.textContent.trim())"""
         )
         assert [section for section in sections if section not in shown] == []
+        # The way to the whole book on one page, in the sidebar beside the text.
+        whole_book = page.locator(".sidebar-drawer a.whole-book-link")
+        assert whole_book.is_visible()
+        assert whole_book.evaluate("a => a.href") == site_url + "book.html"
         too_wide = page.evaluate(
             """() => {
                 const column = document.querySelector('article').getBoundingClientRect();
@@ -386,7 +390,7 @@ def test_the_one_page_book_holds_every_drafted_chapter_in_order_with_working_lin
                 else None
             ),
         )
-        page.click("a.whole-book-link")
+        page.click("article a.whole-book-link")
         page.wait_for_load_state("load")
         assert page.url == site_url + "book.html"
         assert elsewhere == []
@@ -399,6 +403,14 @@ def test_the_one_page_book_holds_every_drafted_chapter_in_order_with_working_lin
         for chapter in DRAFTED:
             listings = page.locator(f"#ch{chapter.number} .listing").count()
             assert listings == page_listings(browser, site_url, chapter)
+        # One page holds each id once, whichever chapters share a heading.
+        twice = page.evaluate(
+            """() => {
+                const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
+                return ids.filter((id, index) => ids.indexOf(id) !== index);
+            }"""
+        )
+        assert twice == []
         # Every link within the page has its target on the page.
         missing = page.evaluate(
             """() => [...document.querySelectorAll('a[href^="#"]')]

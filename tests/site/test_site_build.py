@@ -454,7 +454,13 @@ def test_the_one_page_book_holds_every_drafted_chapter_in_the_manifests_order(
     assert one(chapters[0], "figure.book-figure img")
     contents = [item.get_text() for item in soup.select(".whole-book-contents li")]
     assert contents[2] == "Chapter 3. Selling tubs (planned: no text yet)"
-    assert one(page(built, "index.html"), "a.whole-book-link")["href"] == "book.html"
+    assert one(page(built, "index.html"), "article a.whole-book-link")["href"] == "book.html"
+    # Every page's sidebar leads to it.
+    for relative in (CH01_PAGE, CH02_PAGE, "glossary.html", "exercises/book01/README.html"):
+        link = one(page(built, relative), ".sidebar-drawer a.whole-book-link")
+        assert (built / relative).parent.joinpath(str(link["href"])).resolve() == (
+            built / "book.html"
+        ).resolve(), relative
 
 
 def test_every_link_of_the_one_page_book_lands_on_this_page_or_a_real_file(built: Path) -> None:

@@ -49,6 +49,16 @@ EXIT_FAILED, EXIT_USAGE = 1, 2
 DEFAULT_OUT = BookLayout(REPO_ROOT).site_out
 VERIFIER = BookLayout(REPO_ROOT).verifier
 STATIC = Path(__file__).resolve().parent / "static"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+# Furo's own sidebar, with the way to the one-page book above the navigation.
+SIDEBAR = [
+    "sidebar/brand.html",
+    "sidebar/search.html",
+    "sidebar/scroll-start.html",
+    "sidebar/whole-book.html",
+    "sidebar/navigation.html",
+    "sidebar/scroll-end.html",
+]
 # Written into every output folder this builder creates: it only ever clears
 # a folder that carries it, never one a reader pointed it at by mistake.
 _MARKER = ".bookproof-site"
@@ -255,6 +265,8 @@ def sphinx_configuration(site: SiteData) -> dict[str, Any]:
         # book's title is text, whatever characters it holds.
         "html_title": html.escape(site.title),
         "html_static_path": [str(STATIC)],
+        "templates_path": [str(TEMPLATES)],
+        "html_sidebars": {"**": SIDEBAR},
         "html_css_files": ["book.css"],
         # Deferred: it runs once the page is parsed, never blocking the text.
         "html_js_files": [("book.js", {"defer": "defer"})],
