@@ -22,7 +22,7 @@ from bs4 import BeautifulSoup, Tag
 
 from bookproof.site.sitedata import SiteData
 
-__all__ = ["WHOLE_BOOK", "OnePageError", "write_whole_book"]
+__all__ = ["WHOLE_BOOK", "OnePageError", "link_in_whole_book", "write_whole_book"]
 
 WHOLE_BOOK = "book.html"
 # A made-up origin to resolve relative links against: what shares it is the site.
@@ -59,7 +59,10 @@ class _Rewriter:
         self.chapters = chapters  # page path from the site's root -> chapter number
 
     def link(self, value: str) -> str:
-        target = urlsplit(urljoin(self.base, value))
+        try:
+            target = urlsplit(urljoin(self.base, value))
+        except ValueError:
+            return value  # not a URL (an unclosed "[" of an IPv6 host): left as written
         if f"{target.scheme}://{target.netloc}/" != _ORIGIN:
             return value  # another site, or mailto: and the like
         path = target.path.lstrip("/")
@@ -86,6 +89,11 @@ class _Rewriter:
                 value = node.get(name)
                 if isinstance(value, str):
                     node[name] = self.link(value)
+
+
+def link_in_whole_book(page: str, number: int, chapters: dict[str, int], href: str) -> str:
+    """What `href`, on chapter `number`'s page `page`, becomes in book.html."""
+    return _Rewriter(page, number, chapters).link(href)
 
 
 def _contents(soup: BeautifulSoup, site: SiteData) -> Tag:
