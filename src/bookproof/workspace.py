@@ -24,7 +24,7 @@ from pathlib import Path
 
 from bookproof.layout import REPO_ROOT, BookLayout, ManifestError, load_manifest
 
-__all__ = ["WORKSPACE", "Started", "WorkspaceError", "main", "start_book"]
+__all__ = ["WORKSPACE", "Started", "WorkspaceError", "main", "start_book", "starter_files"]
 
 # Relative to the repository root; `.gitignore` lists it, so nothing a learner
 # writes there shows up as a change to the project.
@@ -64,7 +64,7 @@ def _starter(root: Path, number: int) -> Path:
     return chapter.exercises
 
 
-def _files(folder: Path) -> list[Path]:
+def starter_files(folder: Path) -> list[Path]:
     """The starter's regular files, relative to it; caches and links are no part of a book."""
     found: list[Path] = []
     for path in sorted(folder.rglob("*")):
@@ -85,7 +85,7 @@ def start_book(number: int, *, root: Path = REPO_ROOT, into: Path | None = None)
     """
     starter = _starter(root, number)
     target = into if into is not None else root / WORKSPACE / starter.name
-    files = _files(starter)
+    files = starter_files(starter)
     if not target.exists():
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from bookproof.grade.book import VISIBILITIES, Book, BookError
 from bookproof.grade.books import load_book
 from bookproof.grade.gradescope import hand_in
-from bookproof.grade.provenance import UNKNOWN, grader_commit
+from bookproof.grade.provenance import STAMP, UNKNOWN, grader_commit
 from bookproof.grade.questions import call
 from bookproof.grade.report import REPORT_MODE, write_atomically, write_csv
 from bookproof.grade.roster import RosterError, parse_roster, read_roster
@@ -165,6 +165,23 @@ def test_grader_commit_is_dirty_only_for_tracked_changes_and_unknown_outside_git
     inner = repo / "inner"
     inner.mkdir()
     assert grader_commit(inner) == UNKNOWN
+
+
+def test_a_packed_grader_outside_git_reads_its_stamp_and_nothing_else(tmp_path: Path) -> None:
+    packed = tmp_path / "source"
+    packed.mkdir()
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (packed / STAMP).write_text(f"{commit}\n")
+    assert grader_commit(packed) == commit
+    (packed / STAMP).write_text(f"{commit}-dirty\n")
+    assert grader_commit(packed) == f"{commit}-dirty"
+    # A damaged or forged stamp is never repeated into a gradebook.
+    for forged in ("v1.0\n", f"{commit} plus words\n", "secret-token-stamp\n", "\xff\n"):
+        (packed / STAMP).write_text(forged, encoding="latin-1")
+        assert grader_commit(packed) == UNKNOWN, forged
+    (packed / STAMP).unlink()
+    os.mkfifo(packed / STAMP)  # would hang a reader that opened it
+    assert grader_commit(packed) == UNKNOWN
 
 
 # --- who may read a report -------------------------------------------------------

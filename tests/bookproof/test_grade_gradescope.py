@@ -24,12 +24,14 @@ from system_components import require_executable
 
 from bookproof.grade.books import load_book
 from bookproof.grade.gradescope import (
+    autograder_files,
     build_autograder,
     hand_in,
     run_autograder,
     run_setup,
     unpack,
 )
+from bookproof.grade.provenance import STAMP, UNKNOWN, grader_commit
 from bookproof.grade.sandbox import unprivileged_problem
 from bookproof.layout import REPO_ROOT
 
@@ -178,6 +180,48 @@ def test_the_zip_holds_the_two_scripts_at_its_root_and_only_what_grading_needs(
     assert again.read_bytes() == out.read_bytes()
 
 
+def test_the_unpacked_zip_names_the_commit_it_was_built_from(tmp_path: Path) -> None:
+    commit = grader_commit(ROOT)
+    assert commit != UNKNOWN  # this checkout is a git checkout
+    out = tmp_path / "autograder.zip"
+    assert build_autograder(ROOT, BOOK, out) == commit
+    with zipfile.ZipFile(out) as archive:
+        assert archive.read(STAMP).decode() == f"{commit}\n"
+    unpacked = tmp_path / "unpacked"
+    unpack(out, unpacked)
+    assert not (unpacked / "source" / ".git").exists()
+    assert grader_commit(unpacked / "source") == commit
+
+
+def test_a_zip_built_outside_git_says_so_when_it_is_built(tmp_path: Path) -> None:
+    # A copy of what the zip needs, with no .git: a release tarball's tree.
+    tree = tmp_path / "tree"
+    for name, path in autograder_files(ROOT, BOOK):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, tree / name)
+    out = tmp_path / "autograder.zip"
+    assert build_autograder(tree, BOOK, out) == UNKNOWN
+    with zipfile.ZipFile(out) as archive:
+        assert archive.read(STAMP) == b"unknown\n"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "build_gradescope_autograder.py"),
+            "--book",
+            "2",
+            "--out",
+            str(tmp_path / "here.zip"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert f"grader commit {grader_commit(ROOT)}" in completed.stderr
+
+
 @pytest.fixture(scope="module")
 def autograder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The zip unpacked as Gradescope does, after its own setup.sh ran (from uv's cache)."""
@@ -218,6 +262,7 @@ def test_run_autograder_grades_the_reference_with_full_marks(autograder: Path) -
     assert results is not None
     assert results["score"] == BOOK.max_points
     assert "bubblewrap" in results["output"]
+    assert f"grader commit {grader_commit(ROOT)}." in results["output"]
 
 
 def test_run_autograder_that_cannot_isolate_records_no_score_and_says_why(

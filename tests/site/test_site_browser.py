@@ -2,13 +2,15 @@
 
 Chromium is Debian's (`/usr/bin/chromium`), driven by Playwright through
 `executable_path`: no browser is ever downloaded. Each chapter is saved as a
-screenshot, at a desktop's and at a phone's width, under
+screenshot, at a desktop's (1,280 px) and at a phone's width, under
 `build/site-screenshots/` (CI keeps that folder as an artifact).
 """
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +18,7 @@ from typing import Any
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
+from markdown_it import MarkdownIt
 from playwright.sync_api import BrowserContext, Page, sync_playwright
 from site_building import REPO, build
 from system_components import require_executable
@@ -29,6 +32,7 @@ pytestmark = pytest.mark.slow  # each build verifies a book and runs Sphinx
 
 SCREENSHOTS = REPO / "build" / "site-screenshots"
 DESKTOP = {"width": 1280, "height": 900}
+LAPTOP = DESKTOP  # the width readers of a laptop have: 1,280 px
 PHONE = {"width": 375, "height": 812}
 # What works for a headless Chromium run as root in a container, without a
 # GPU, a network beyond 127.0.0.1, or any state kept between runs.
@@ -272,6 +276,220 @@ def test_searching_for_a_term_of_chapter_2_finds_chapter_2(
             "#search-results ul.search li a", "els => els.map(e => e.getAttribute('href'))"
         )
         assert any(page_path(chapter_2) in href for href in found), (term, found)
+        assert seen.problems == []
+    finally:
+        seen.page.close()
+
+
+# --- what readers of mdBook and d2l reach for ---------------------------------------
+
+# The fences a reader copies: code to run or type, never what a program printed.
+CODE_FENCES = ("python", "bash")
+
+
+def code_fences(chapter: ManifestChapter) -> list[str]:
+    """Each fence of code in the chapter, in order, exactly as the Markdown holds it."""
+    assert chapter.text is not None
+    tokens = MarkdownIt("commonmark").parse(chapter.text.read_text(encoding="utf-8"))
+    return [
+        token.content.removesuffix("\n")
+        for token in tokens
+        if token.type == "fence" and token.info.split(maxsplit=1)[:1] in ([f] for f in CODE_FENCES)
+    ]
+
+
+@pytest.mark.parametrize("chapter", DRAFTED, ids=ids)
+def test_every_block_of_code_has_a_copy_button_that_copies_exactly_its_code(
+    browser: BrowserContext, site_url: str, chapter: ManifestChapter
+) -> None:
+    browser.grant_permissions(["clipboard-read", "clipboard-write"], origin=site_url.rstrip("/"))
+    expected = code_fences(chapter)
+    seen = visit(browser, site_url + page_path(chapter))
+    try:
+        page = seen.page
+        buttons = page.locator("article button.copy-code")
+        assert buttons.count() == len(expected)
+        assert (
+            page.locator("article .listing button.copy-code").count()
+            == page.locator("article .listing").count()
+        )
+        assert page.locator("article .listing-output button.copy-code").count() == 0
+        for index, code in enumerate(expected):
+            button = buttons.nth(index)
+            button.scroll_into_view_if_needed()
+            button.click()
+            page.wait_for_function("b => b.textContent === 'Copied'", arg=button.element_handle())
+            assert page.evaluate("navigator.clipboard.readText()") == code, f"block {index + 1}"
+        assert seen.problems == []
+    finally:
+        seen.page.close()
+
+
+@pytest.mark.parametrize("chapter", DRAFTED, ids=ids)
+def test_at_a_laptops_width_the_sections_are_in_view_and_every_output_fits_the_column(
+    browser: BrowserContext, site_url: str, chapter: ManifestChapter
+) -> None:
+    seen = visit(browser, site_url + page_path(chapter), LAPTOP)
+    try:
+        page = seen.page
+        # Headings "N.M Title": each is a link in the section list, on screen.
+        sections = [
+            title.removesuffix("¶").strip()
+            for title in page.locator("article section[id^='section-'] > h2").all_inner_texts()
+        ]
+        assert sections
+        shown = page.evaluate(
+            """() => [...document.querySelectorAll('.toc-drawer .toc-tree a')]
+                .filter(a => {
+                    const box = a.getBoundingClientRect();
+                    return box.width > 0 && box.left >= 0 && box.right <= window.innerWidth
+                        && getComputedStyle(a).visibility !== 'hidden';
+                })
+                .map(a => a.textContent.trim())"""
+        )
+        assert [section for section in sections if section not in shown] == []
+        # The way to the whole book on one page, in the sidebar beside the text.
+        whole_book = page.locator(".sidebar-drawer a.whole-book-link")
+        assert whole_book.is_visible()
+        assert whole_book.evaluate("a => a.href") == site_url + "book.html"
+        too_wide = page.evaluate(
+            """() => {
+                const column = document.querySelector('article').getBoundingClientRect();
+                return [...document.querySelectorAll('article .listing-output')]
+                    .filter(o => {
+                        const pre = o.querySelector('pre');
+                        return pre.scrollWidth > pre.clientWidth
+                            || o.getBoundingClientRect().right > column.right + 0.5;
+                    })
+                    .map(o => o.querySelector('.caption-text').textContent);
+            }"""
+        )
+        assert too_wide == []
+        padding = page.evaluate(
+            "getComputedStyle(document.querySelector('#verification')).paddingLeft"
+        )
+        assert float(padding.removesuffix("px")) >= 8, "the banner's text touches its border"
+        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1]
+    finally:
+        page.close()
+
+
+def test_the_one_page_book_holds_every_drafted_chapter_in_order_with_working_links(
+    browser: BrowserContext, site_url: str
+) -> None:
+    seen = visit(browser, site_url + "index.html")
+    try:
+        page = seen.page
+        elsewhere: list[str] = []  # readers may be offline: nothing is fetched from outside
+        page.on(
+            "request",
+            lambda request: (
+                elsewhere.append(request.url)
+                if urlparse(request.url).netloc != urlparse(site_url).netloc
+                else None
+            ),
+        )
+        page.click("article a.whole-book-link")
+        page.wait_for_load_state("load")
+        assert page.url == site_url + "book.html"
+        assert elsewhere == []
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "book-desktop.png"))  # its top: it is long
+        titles = page.locator("article .whole-book-chapter h1").all_inner_texts()
+        assert [title.rstrip("¶").strip() for title in titles] == [
+            f"Chapter {chapter.number}. {chapter.title}" for chapter in DRAFTED
+        ]
+        for chapter in DRAFTED:
+            listings = page.locator(f"#ch{chapter.number} .listing").count()
+            assert listings == page_listings(browser, site_url, chapter)
+        # One page holds each id once, whichever chapters share a heading.
+        twice = page.evaluate(
+            """() => {
+                const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
+                return ids.filter((id, index) => ids.indexOf(id) !== index);
+            }"""
+        )
+        assert twice == []
+        # Every link within the page has its target on the page.
+        missing = page.evaluate(
+            """() => [...document.querySelectorAll('a[href^="#"]')]
+                .map(a => a.getAttribute('href').slice(1))
+                .filter(id => id && !document.getElementById(decodeURIComponent(id)))"""
+        )
+        assert missing == []
+        # A mention of a section of another chapter leads there, on this page.
+        target = page.evaluate(
+            """() => [...document.querySelectorAll('.whole-book-chapter a.book-xref')]
+                .map(a => [a.closest('.whole-book-chapter').id, a.getAttribute('href')])
+                .filter(([chapter, href]) => /^#ch[0-9]+-section-/.test(href)
+                    && !href.startsWith('#' + chapter + '-'))
+                .map(([, href]) => href)[0]"""
+        )
+        assert target, "no chapter mentions a section of another"
+        page.locator(f"article a.book-xref[href='{target}']").first.click()
+        assert page.url.endswith(target)
+        # The theme scrolls smoothly: wait until the section's heading is at the top.
+        page.wait_for_function(
+            """id => {
+                const top = document.getElementById(id).getBoundingClientRect().top;
+                return top >= 0 && top < window.innerHeight / 2;
+            }""",
+            arg=target[1:],
+            timeout=10_000,
+        )
+        # Printed, each chapter starts a page and no button is printed.
+        page.emulate_media(media="print")
+        breaks = page.eval_on_selector_all(
+            ".whole-book-chapter", "els => els.map(e => getComputedStyle(e).breakBefore)"
+        )
+        assert set(breaks) == {"page"}
+        assert page.evaluate(
+            "[...document.querySelectorAll('button.copy-code, .sidebar-drawer, .toc-drawer')]"
+            ".every(b => getComputedStyle(b).display === 'none')"
+        )
+        assert seen.problems == []
+    finally:
+        seen.page.close()
+
+
+def page_listings(browser: BrowserContext, site_url: str, chapter: ManifestChapter) -> int:
+    seen = visit(browser, site_url + page_path(chapter))
+    try:
+        return seen.page.locator("article .listing").count()
+    finally:
+        seen.page.close()
+
+
+BOOKS = [c for c in DRAFTED if c.exercises is not None]
+
+
+@pytest.mark.parametrize("chapter", BOOKS, ids=[f"book{c.number:02d}" for c in BOOKS])
+def test_an_exercise_books_page_serves_its_notebooks_real_files(
+    browser: BrowserContext, site_url: str, chapter: ManifestChapter
+) -> None:
+    assert chapter.exercises is not None
+    folder = chapter.exercises
+    readme = (folder / "README.md").relative_to(REPO).with_suffix(".html").as_posix()
+    seen = visit(browser, site_url + readme)
+    try:
+        page = seen.page
+        links = page.eval_on_selector_all(
+            "article a.download", "els => els.map(e => [e.textContent, e.href])"
+        )
+        offered = dict(links)
+        notebooks = sorted(path.name for path in folder.glob("*.ipynb"))
+        assert notebooks, f"{folder} has no notebook"
+        assert sorted(name for name in offered if name.endswith(".ipynb")) == notebooks
+        for name in notebooks:
+            response = page.request.get(offered[name])
+            assert response.status == 200
+            assert response.body() == (folder / name).read_bytes(), name
+        bundle = page.request.get(offered[f"{folder.name}.zip"])
+        assert bundle.status == 200
+        with zipfile.ZipFile(io.BytesIO(bundle.body())) as archive:
+            names = set(archive.namelist())
+        assert {f"{folder.name}/{name}" for name in notebooks} <= names
         assert seen.problems == []
     finally:
         seen.page.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from bs4 import BeautifulSoup
 from site_building import (
     CHAPTER_1,
     CHAPTER_2,
+    FIXTURE_BOOK,
     build,
     copy_fixture_book,
     manifest_of,
@@ -20,6 +22,8 @@ from site_building import (
 )
 from system_components import require_executable
 from verifying import verify
+
+from bookproof.workspace import starter_files
 
 pytestmark = pytest.mark.slow  # each build verifies a book and runs Sphinx
 
@@ -428,3 +432,71 @@ def test_a_changes_listing_is_captioned_with_the_class_and_methods_it_changes(
     assert one(listing, ".listing-number").get_text() == "Listing 2.4"
     assert one(listing, ".listing-changes-note").get_text() == "(changes Freezer: __init__)"
     assert one(listing, ".badge-changes").get_text() == "run as the whole Freezer"
+
+
+# --- the whole book on one page ----------------------------------------------------
+
+
+def test_the_one_page_book_holds_every_drafted_chapter_in_the_manifests_order(
+    built: Path,
+) -> None:
+    soup = page(built, "book.html")
+    chapters = soup.select("article section.whole-book-chapter")
+    assert [chapter["id"] for chapter in chapters] == ["ch1", "ch2"]
+    assert [one(chapter, "h1").get_text().rstrip("¶") for chapter in chapters] == [
+        "Chapter 1. Counting tubs",
+        "Chapter 2. Pricing tubs",
+    ]
+    # Each chapter as its own page shows it: its listings, banner and figure.
+    assert listings(chapters[0]) == listings(page(built, CH01_PAGE))
+    assert listings(chapters[1]) == listings(page(built, CH02_PAGE))
+    assert one(chapters[0], "#ch1-verification")
+    assert one(chapters[0], "figure.book-figure img")
+    contents = [item.get_text() for item in soup.select(".whole-book-contents li")]
+    assert contents[2] == "Chapter 3. Selling tubs (planned: no text yet)"
+    assert one(page(built, "index.html"), "article a.whole-book-link")["href"] == "book.html"
+    # Every page's sidebar leads to it.
+    for relative in (CH01_PAGE, CH02_PAGE, "glossary.html", "exercises/book01/README.html"):
+        link = one(page(built, relative), ".sidebar-drawer a.whole-book-link")
+        assert (built / relative).parent.joinpath(str(link["href"])).resolve() == (
+            built / "book.html"
+        ).resolve(), relative
+
+
+def test_every_link_of_the_one_page_book_lands_on_this_page_or_a_real_file(built: Path) -> None:
+    soup = page(built, "book.html")
+    ids = [str(node["id"]) for node in soup.select("[id]")]
+    assert len(ids) == len(set(ids)), "an id twice on one page"
+    # A mention of section 2.1 in chapter 1 now leads within the page.
+    mention = next(a for a in soup.select("a.book-xref") if a.get_text() == "section 2.1")
+    assert mention["href"] == "#ch2-section-2-1"
+    for link in soup.select("article a[href], .toc-tree a[href], article img[src]"):
+        target = str(link.get("href") or link.get("src"))
+        if target.startswith("#"):
+            assert target[1:] in ids, f"{target}: no such id on the page"
+            continue
+        path = target.split("#")[0].split("?")[0]
+        assert "://" not in target, target  # the fixture links to nothing outside
+        assert (built / path).is_file(), f"{target}: no such file"
+        assert not path.startswith("book/textbook/ch"), f"{target}: should stay on the page"
+
+
+# --- downloads of an exercise book ---------------------------------------------------
+
+
+def test_an_exercise_book_offers_its_notebooks_and_itself_as_downloads(built: Path) -> None:
+    book = FIXTURE_BOOK / "exercises" / "book01"
+    soup = page(built, "exercises/book01/README.html")
+    links = {
+        a.get_text(): built / "exercises" / "book01" / str(a["href"])
+        for a in soup.select("a.download")
+    }
+    assert set(links) == {"book01.zip", "unit_a.ipynb"}
+    assert links["unit_a.ipynb"].resolve().read_bytes() == (book / "unit_a.ipynb").read_bytes()
+    with zipfile.ZipFile(links["book01.zip"].resolve()) as archive:
+        held = {name: archive.read(name) for name in archive.namelist()}
+    assert held == {
+        f"book01/{relative.as_posix()}": (book / relative).read_bytes()
+        for relative in starter_files(book)
+    }
+    assert "book01/counting.py" in held

@@ -363,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.csv is not None:
         write_csv(args.csv, book, reports, roster)
     if args.gradescope is not None:
-        write_gradescope(args.gradescope, book, reports[0], seed=seed)
+        write_gradescope(args.gradescope, book, reports[0], seed=seed, grader=grader)
     return 0
 
 

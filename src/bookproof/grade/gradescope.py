@@ -30,7 +30,11 @@ cache holds the lock's packages).
 The zip holds what grading needs and nothing more: the project's metadata
 and lock file, `src/` (the grader and the runtime a submission imports),
 the grader's script, and the book's reference solution (its learner-test
-checks run faulty versions of it, in the oracle, which runs as root).
+checks run faulty versions of it, in the oracle, which runs as root). An
+unpacked zip has no `.git`, so it also carries `GRADER_COMMIT`, the commit
+it was built from (`-dirty` when tracked files differed from it, `unknown`
+when built outside a git checkout, which the build says aloud): the grader
+reads it there, and every results.json names it.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from typing import Any
 from bookproof.grade.book import Book, BookError
 from bookproof.grade.books import load_book
 from bookproof.grade.learner_tests import ROOT
+from bookproof.grade.provenance import STAMP, UNKNOWN, grader_commit
 
 __all__ = [
     "autograder_files",
@@ -178,20 +183,38 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes, *, executable: bool) 
     archive.writestr(info, data)
 
 
-def build_autograder(root: Path, book: Book, out: Path, *, isolation: str = "auto") -> None:
+def build_autograder(root: Path, book: Book, out: Path, *, isolation: str = "auto") -> str:
     """Write the zip: setup.sh, run_autograder and the sources, all from its root.
 
     Gradescope unpacks it into /autograder/source and copies run_autograder
-    to /autograder/run_autograder.
+    to /autograder/run_autograder. Returns the grader commit stamped into it.
     """
+    commit = grader_commit(root)
     with zipfile.ZipFile(out, "w") as archive:
         _add(archive, "setup.sh", SETUP.encode(), executable=True)
         if isolation not in BUILD_ISOLATION:
             raise ValueError(f"isolation must be one of {BUILD_ISOLATION}, not {isolation!r}")
         run = RUN.format(book=book.number, isolation=isolation)
         _add(archive, "run_autograder", run.encode(), executable=True)
+        _add(archive, STAMP, f"{commit}\n".encode(), executable=False)
         for name, path in autograder_files(root, book):
             _add(archive, name, path.read_bytes(), executable=False)
+    return commit
+
+
+def _built_from(commit: str) -> str:
+    """The build's commit, said so that an instructor cannot miss a zip that lacks one."""
+    if commit == UNKNOWN:
+        return (
+            "warning: this is not a git checkout, so the zip records its grader commit as "
+            "unknown; build it from a clone to record which grader grades"
+        )
+    if commit.endswith("-dirty"):
+        return (
+            f"grader commit {commit}: tracked files differ from that commit; commit them "
+            "first to record exactly which grader grades"
+        )
+    return f"grader commit {commit}"
 
 
 # --- running the zip here, as Gradescope would -------------------------------------
@@ -360,12 +383,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"build_gradescope_autograder: {problem}", file=sys.stderr)
         return 2
     if args.try_folder is None:
-        build_autograder(ROOT, book, args.out, isolation=args.isolation)
+        commit = build_autograder(ROOT, book, args.out, isolation=args.isolation)
+        print(_built_from(commit), file=sys.stderr)
         print(f"wrote {args.out}: upload it as the autograder of {book.title}")
         return 0
     with tempfile.TemporaryDirectory(prefix="autograder-try-") as scratch:
         archive = args.out if args.out is not None else Path(scratch) / "autograder.zip"
-        build_autograder(ROOT, book, archive, isolation=args.isolation)
+        commit = build_autograder(ROOT, book, archive, isolation=args.isolation)
+        print(f"try: {_built_from(commit)}", file=sys.stderr)
         workdir = args.workdir if args.workdir is not None else Path(scratch) / "autograder"
         workdir.mkdir(exist_ok=True)
         return _try(archive, args.try_folder, workdir.resolve())

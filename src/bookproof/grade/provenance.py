@@ -5,20 +5,29 @@ The JSON report therefore records the moment it was made (UTC, ISO 8601)
 and the grader's commit: `git rev-parse HEAD` of the checkout the grader
 runs from, with `-dirty` appended when tracked files differ from it (files
 git does not track, such as a gradebook written into the checkout, do not
-count), or `unknown` where the grader runs outside git (an unpacked
-Gradescope autograder) or git cannot say.
+count). Outside git, the commit is the one stamped into the folder when it
+was packed (`GRADER_COMMIT`, which the Gradescope autograder's zip carries,
+since an unpacked zip has no `.git`), and `unknown` where there is no valid
+stamp either or git cannot say.
 """
 
 from __future__ import annotations
 
 import datetime
 import os
+import re
 import subprocess
 from pathlib import Path
 
-__all__ = ["UNKNOWN", "grader_commit", "made_at"]
+__all__ = ["STAMP", "UNKNOWN", "grader_commit", "made_at"]
 
 UNKNOWN = "unknown"
+# The file, at the grader's root, that names the commit a packed grader was
+# built from.
+STAMP = "GRADER_COMMIT"
+# What a stamp may say: a full commit, dirty or not. Anything else (a forged or
+# damaged stamp) is read as unknown, never repeated into a gradebook.
+_STAMPED = re.compile(r"[0-9a-f]{40}(-dirty)?")
 # git answers these in milliseconds; a hung git must not hold up a gradebook.
 _GIT_TIMEOUT = 10.0
 
@@ -50,9 +59,22 @@ def grader_commit(root: Path) -> str:
     """The commit the grader at `root` runs from, `<sha>-dirty` if changed, else `unknown`."""
     if not (root / ".git").exists():
         # Only the checkout's own repository counts, never one that encloses it.
-        return UNKNOWN
+        return _stamped(root)
     head = _git(root, "rev-parse", "--verify", "HEAD")
     status = _git(root, "status", "--porcelain", "--untracked-files=no")
     if head is None or status is None:
         return UNKNOWN
     return head.strip() + ("-dirty" if status.strip() else "")
+
+
+def _stamped(root: Path) -> str:
+    """The commit stamped into a packed grader at `root`, or `unknown`."""
+    path = root / STAMP
+    if not path.is_file():  # a FIFO there would hang the read
+        return UNKNOWN
+    try:
+        with path.open("rb") as stamp:
+            text = stamp.read(100).decode("ascii").strip()  # a commit is 46 bytes at most
+    except (OSError, UnicodeDecodeError):
+        return UNKNOWN
+    return text if _STAMPED.fullmatch(text) else UNKNOWN

@@ -255,7 +255,9 @@ def write_table(out: TextIO, book: Book, reports: Sequence[SubmissionReport]) ->
             )
 
 
-def gradescope_results(book: Book, report: SubmissionReport, *, seed: int) -> dict[str, Any]:
+def gradescope_results(
+    book: Book, report: SubmissionReport, *, seed: int, grader: str
+) -> dict[str, Any]:
     """Gradescope's results.json for one submission: a score, and one test per check.
 
     The score counts every check, the ones hidden from the learner too: the
@@ -270,7 +272,7 @@ def gradescope_results(book: Book, report: SubmissionReport, *, seed: int) -> di
             f"{book.title}: {report.total}/{report.max} "
             f"(chapter baseline {base}/{base_max}, exercises {work}/{work_max}). "
             f"Graded in isolation mode {report.isolation.value} ({describe(report.isolation)}), "
-            f"seed {seed}.{_not_shown(book)}"
+            f"seed {seed}, grader commit {grader}.{_not_shown(book)}"
         ),
         "visibility": "visible",
         "stdout_visibility": "hidden",
@@ -332,6 +334,9 @@ def _gradescope_test(number: int, check: CheckOutcome, visibility: Visibility) -
     return test
 
 
-def write_gradescope(folder: Path, book: Book, report: SubmissionReport, *, seed: int) -> None:
-    text = json.dumps(gradescope_results(book, report, seed=seed), indent=2, ensure_ascii=False)
+def write_gradescope(
+    folder: Path, book: Book, report: SubmissionReport, *, seed: int, grader: str
+) -> None:
+    results = gradescope_results(book, report, seed=seed, grader=grader)
+    text = json.dumps(results, indent=2, ensure_ascii=False)
     write_atomically(folder / "results.json", text + "\n")

@@ -31,6 +31,7 @@ from bookproof.site.evidence import (
     load_report,
 )
 from bookproof.site.extension import FENCE_DIRECTIVES
+from bookproof.site.onepage import OnePageError, write_whole_book
 from bookproof.site.sitedata import DATA_FOLDER, SiteData
 from bookproof.site.sources import INDEX, SourceError, VersionInfo, write_sources
 from bookproof.site.vocabulary import Term, VocabularyError, read_vocabulary
@@ -48,6 +49,16 @@ EXIT_FAILED, EXIT_USAGE = 1, 2
 DEFAULT_OUT = BookLayout(REPO_ROOT).site_out
 VERIFIER = BookLayout(REPO_ROOT).verifier
 STATIC = Path(__file__).resolve().parent / "static"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+# Furo's own sidebar, with the way to the one-page book above the navigation.
+SIDEBAR = [
+    "sidebar/brand.html",
+    "sidebar/search.html",
+    "sidebar/scroll-start.html",
+    "sidebar/whole-book.html",
+    "sidebar/navigation.html",
+    "sidebar/scroll-end.html",
+]
 # Written into every output folder this builder creates: it only ever clears
 # a folder that carries it, never one a reader pointed it at by mistake.
 _MARKER = ".bookproof-site"
@@ -254,7 +265,11 @@ def sphinx_configuration(site: SiteData) -> dict[str, Any]:
         # book's title is text, whatever characters it holds.
         "html_title": html.escape(site.title),
         "html_static_path": [str(STATIC)],
+        "templates_path": [str(TEMPLATES)],
+        "html_sidebars": {"**": SIDEBAR},
         "html_css_files": ["book.css"],
+        # Deferred: it runs once the page is parsed, never blocking the text.
+        "html_js_files": [("book.js", {"defer": "defer"})],
         "html_favicon": str(STATIC / "favicon.svg"),
         "html_copy_source": False,
         "html_show_sourcelink": False,
@@ -351,6 +366,10 @@ def build_site(options: BuildOptions, say: Callable[[str], None] = print) -> Pat
         say(f"note: {note}")
     say(f"building the site with Sphinx into {layout.html}")
     warnings = _run_sphinx(layout, repo, site, options.warnings_as_errors)
+    try:
+        write_whole_book(layout.html, site)
+    except OnePageError as error:
+        raise BuildError(f"the one-page book was not made: {error}") from None
     drafted = [c for c in site.chapters if c.docname]
     listings = sum(len(c.listings) for c in drafted)
     say(

@@ -30,6 +30,7 @@ from sphinx.errors import ExtensionError
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from bookproof.site.onepage import WHOLE_BOOK
 from bookproof.site.rawhtml import refuse_raw_html
 from bookproof.site.sitedata import ChapterData, ListingData, SiteData, read_site_data
 from bookproof.site.xref import Mention, find_mentions
@@ -325,6 +326,26 @@ class BookVerification(SphinxDirective):
             nodes.Text(" " + " ".join(sentences)),
         )
         return [nodes.container("", paragraph, classes=["verification-banner", _NO_XREF])]
+
+
+class BookOnePage(SphinxDirective):
+    """The contents page's way to the whole book on one page (written after the build)."""
+
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        link = nodes.reference(
+            "", "The whole book on one page", refuri=WHOLE_BOOK, classes=["whole-book-link"]
+        )
+        paragraph = nodes.paragraph(
+            "",
+            "",
+            link,
+            nodes.Text(
+                ": every drafted chapter in order, to read straight through, print or save."
+            ),
+        )
+        return [nodes.container("", paragraph, classes=["whole-book", _NO_XREF])]
 
 
 class BookChapters(SphinxDirective):
@@ -693,6 +714,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("checkpoint-output", CheckpointOutputFence)
     app.add_directive("book-verification", BookVerification)
     app.add_directive("book-chapters", BookChapters)
+    app.add_directive("book-one-page", BookOnePage)
     app.add_node(BookReference)
     app.connect("builder-inited", _load_site)
     app.connect("doctree-read", _on_doctree_read)

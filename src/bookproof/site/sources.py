@@ -4,13 +4,15 @@ The chapters and the exercise books' Markdown are copied byte for byte, at
 the same paths relative to the repository, so every relative link that works
 in the repository works on the site, and every line number Sphinx reports is
 the line in the real file. Only navigation is added: the contents page, the
-glossary, and a list of units at the end of each exercise book's README.
+glossary, and at the end of each exercise book's README its downloads (each
+notebook, and the whole exercise book as a zip) and a list of its units.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,12 +29,17 @@ from bookproof.site.sitedata import (
 )
 from bookproof.site.vocabulary import Term
 from bookproof.verify.figures import find_figures
+from bookproof.workspace import WORKSPACE, starter_files
 
 __all__ = ["GLOSSARY", "INDEX", "SourceError", "VersionInfo", "markdown_text", "write_sources"]
 
 INDEX = "index"
 GLOSSARY = "glossary"
 _README = "README.md"
+# The zip's entries are dated, so that building twice gives the same bytes.
+_ZIP_STAMP = (2024, 1, 1, 0, 0, 0)
+# A file name a `{download}` role can hold as it is.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 class SourceError(Exception):
@@ -114,6 +121,45 @@ def _toctree(entries: Sequence[str], caption: str, *, hidden: bool) -> str:
     return _fence(options + "\n" + "".join(f"{entry}\n" for entry in entries), "{toctree}")
 
 
+def _zip_book(folder: Path, target: Path) -> None:
+    """The exercise book's files (what `start_exercises.py` copies) under `folder.name/`."""
+    with zipfile.ZipFile(target, "w") as archive:
+        for relative in starter_files(folder):
+            info = zipfile.ZipInfo(f"{folder.name}/{relative.as_posix()}", date_time=_ZIP_STAMP)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, (folder / relative).read_bytes())
+
+
+def _downloads(chapter: ManifestChapter, folder: Path, page_folder: Path, notes: list[str]) -> str:
+    """The README's Downloads section, with the files it offers placed beside its copy.
+
+    Sphinx's `download` role copies each into the site's `_downloads/`, so a
+    reader offline gets the real file from the site itself.
+    """
+    notebooks = []
+    for notebook in sorted(folder.glob("*.ipynb")):
+        if not _PLAIN_NAME.fullmatch(notebook.name):
+            notes.append(f"{notebook}: a name the site cannot offer as a download; skipped")
+            continue
+        (page_folder / notebook.name).write_bytes(notebook.read_bytes())
+        notebooks.append(notebook.name)
+    bundle = f"{folder.name}.zip"
+    _zip_book(folder, page_folder / bundle)
+    workspace = (WORKSPACE / folder.name).as_posix()
+    lines = [
+        "## Downloads\n",
+        f"A notebook imports the starter files beside it, so keep them in one folder: the "
+        f"zip holds the whole exercise book in a folder `{folder.name}/`, the same files "
+        f"`uv run python scripts/start_exercises.py {chapter.number}` copies into your "
+        f"workspace, `{workspace}/`.\n",
+        f"- {{download}}`{bundle} <{bundle}>`: the whole exercise book (notebooks, unit "
+        "plans, starter files)",
+        *(f"- {{download}}`{name} <{name}>`: a notebook" for name in notebooks),
+    ]
+    return "\n\n" + "\n".join(lines) + "\n"
+
+
 def _exercise_book(
     chapter: ManifestChapter, repo: Path, srcdir: Path, notes: list[str]
 ) -> ExerciseBookData | None:
@@ -126,7 +172,11 @@ def _exercise_book(
     unit_names = [path.stem for path in units]
     for unit in units:
         _copy(unit, srcdir, _docname(unit, repo))
-    navigation = "\n\n" + _toctree(unit_names, "Units", hidden=False) if units else ""
+    page_folder = (srcdir / base).parent
+    page_folder.mkdir(parents=True, exist_ok=True)
+    navigation = _downloads(chapter, folder, page_folder, notes)
+    if units:
+        navigation += "\n" + _toctree(unit_names, "Units", hidden=False)
     readme = folder / _README
     if readme.is_file():
         title = _heading_of(readme) or f"Exercise Book {chapter.number}"
@@ -185,6 +235,7 @@ def _index_page(site: SiteData) -> str:
         parts.append(f"*{markdown_text(site.subtitle)}*\n")
     parts.append(_fence("", "{book-verification}"))
     parts.append("## Chapters\n")
+    parts.append(_fence("", "{book-one-page}"))
     parts.append(_fence("", "{book-chapters}"))
     if site.exercise_books:
         parts.append("## Exercise books\n")
