@@ -141,12 +141,14 @@ def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
         return None
 
 
+# Built once, as ARGUMENTS_DECODER is (json.dumps given an option builds one
+# per call); encode() keeps nothing from one observation to the next.
+OBSERVATION_ENCODER = json.JSONEncoder(sort_keys=True, allow_nan=False)
+
+
 def observation_message(call_id: str, observation: Observation) -> ToolMessage:
     """One answer to one call, under that call's id, as JSON with sorted keys."""
-    return ToolMessage(
-        tool_call_id=call_id,
-        content=json.dumps(observation, sort_keys=True, allow_nan=False),
-    )
+    return ToolMessage(tool_call_id=call_id, content=OBSERVATION_ENCODER.encode(observation))
 
 
 def one_line(error: Exception) -> str:
