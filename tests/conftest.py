@@ -1,7 +1,7 @@
 """Settings every test shares: Hypothesis's strength, and which tests are slow.
 
-`uv run pytest -m "not slow"` is the quick tier a developer runs after each
-change; `uv run pytest` runs everything, as CI does.
+`uv run pytest -m "not slow" -n 2 --dist loadfile` is the quick tier a
+developer runs after each change; without `-m`, everything, as CI does.
 """
 
 from __future__ import annotations
