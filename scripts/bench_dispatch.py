@@ -303,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"floors: prebuilt {prebuilt_floor_ratio:.2f}x bare (issue goal {VALID_GOAL:.2f}x), "
         f"raw {raw_floor_ratio:.2f}x bare raw (issue goal {RAW_GOAL:.2f}x); "
-        f"a goal below its floor becomes the floor + {FLOOR_ALLOWANCE:.2f}x"
+        f"a goal less than {FLOOR_ALLOWANCE:.2f}x above its floor "
+        f"becomes floor + {FLOOR_ALLOWANCE:.2f}x"
     )
     print(f"{'path':<26} {'us/call':>8} {'of':>9} {'ratio':>7} {'goal':>6}  verdict")
     all_met = True
