@@ -95,17 +95,27 @@ def refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
+# json.loads given an option builds a new decoder on every call. One decoder
+# reads every call's arguments instead: it keeps nothing from one text to the
+# next, as the decoder json.loads shares when given no option keeps nothing.
+ARGUMENTS_DECODER = json.JSONDecoder(parse_constant=refuse_constant)
+
+
 def nested_deeper_than(value: object, depth: int) -> bool:
     """Whether lists and objects nest more than `depth` levels deep in a parsed JSON value."""
-    level = [value]
+    # Only lists and objects go down to the next level, so the walk ends at the
+    # first level that holds none: a flat object takes one step, not `depth`.
+    containers = [value] if isinstance(value, dict | list) else []
     for _ in range(depth):
-        level = [
+        if not containers:
+            return False
+        containers = [
             child
-            for item in level
-            if isinstance(item, dict | list)
+            for item in containers
             for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
         ]
-    return any(isinstance(item, dict | list) for item in level)
+    return bool(containers)
 
 
 def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
@@ -113,7 +123,7 @@ def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
     if len(raw.arguments_json) > MAX_ARGUMENTS_CHARS:
         return None
     try:
-        arguments = json.loads(raw.arguments_json, parse_constant=refuse_constant)
+        arguments = ARGUMENTS_DECODER.decode(raw.arguments_json)
     except (ValueError, RecursionError):
         # Bad JSON, NaN or Infinity; or nesting deep enough that this
         # version of Python's parser gave up before our own bound applied.
@@ -128,12 +138,14 @@ def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
         return None
 
 
+# Built once, as ARGUMENTS_DECODER is (json.dumps given an option builds one
+# per call); encode() keeps nothing from one observation to the next.
+OBSERVATION_ENCODER = json.JSONEncoder(sort_keys=True, allow_nan=False)
+
+
 def observation_message(call_id: str, observation: Observation) -> ToolMessage:
     """One answer to one call, under that call's id, as JSON with sorted keys."""
-    return ToolMessage(
-        tool_call_id=call_id,
-        content=json.dumps(observation, sort_keys=True, allow_nan=False),
-    )
+    return ToolMessage(tool_call_id=call_id, content=OBSERVATION_ENCODER.encode(observation))
 
 
 def one_line(error: Exception) -> str:

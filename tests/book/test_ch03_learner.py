@@ -31,7 +31,12 @@ def test_the_loop_module_defines_only_what_the_chapter_teaches() -> None:
         "run_task",
     }
     assert set(runtime) <= set(learner)
-    for bound in ("MAX_ARGUMENTS_CHARS", "MAX_ARGUMENTS_DEPTH"):
+    for bound in (
+        "MAX_ARGUMENTS_CHARS",
+        "MAX_ARGUMENTS_DEPTH",
+        "ARGUMENTS_DECODER",
+        "OBSERVATION_ENCODER",
+    ):
         assert constants(RUNTIME)[bound] == constants(LEARNER)[bound]
 
 
