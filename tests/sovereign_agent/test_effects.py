@@ -47,11 +47,13 @@ from sovereign_agent.effects import (
     kept_after_untrusted_text,
     needs_authority,
 )
+from sovereign_agent.generated_code import build_code_tool
 from sovereign_agent.loop import run_task
 from sovereign_agent.mcp.remote import Declared
 from sovereign_agent.mcp.serve import servable
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.purchasing import SupplierDesk, build_purchasing_tools
 from sovereign_agent.shop import NoArguments, build_tools
 from sovereign_agent.store import build_store_tools, open_store
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
@@ -166,17 +168,43 @@ def test_every_tool_the_runtimes_factories_build_declares_its_classes(tmp_path: 
 
     store = open_store(friday_store(tmp_path / "s.db"))
     approved, _ = build_approved_store_tools(store)
+    # Never contacted: building the tools sends nothing.
+    purchasing, _ = build_purchasing_tools(store, SupplierDesk("http://127.0.0.1:9"))
     dispatchers = (
         build_tools(SHOP),
         build_store_tools(store),
         approved,
+        purchasing,
         build_document_tools(SHOP, documents_root=str(DOCUMENTS)),
         build_skill_tools(SHOP, skills_root=str(ROOT / "book/textbook/skills"), provenance="shop"),
+        Dispatcher([build_code_tool(tmp_path)], allowed=["run_python"]),
     )
     undeclared = [
         name for dispatcher in dispatchers for name, t in dispatcher.tools.items() if not t.effects
     ]
     assert undeclared == []
+    assert set(purchasing.tools["place_order"].effects) == {"write", "money", "egress"}
+    assert set(build_code_tool(tmp_path).effects) == {"code"}
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(extra=st.lists(class_sets, min_size=1, max_size=6))
+def test_without_an_authority_nothing_that_can_spend_or_run_code_ever_runs(
+    extra: list[frozenset[Effect]],
+) -> None:
+    # run_python's case among every other: code (or money) needs the authority it lacks.
+    log: list[str] = []
+    tools = [tool(f"tool_{n}", classes, log) for n, classes in enumerate(extra)]
+    dispatcher = Dispatcher(tools, allowed=[t.name for t in tools])
+    for t in tools:
+        outcome = dispatcher.attempt(ToolCall(id=t.name, name=t.name, arguments={}))
+        needs_one = bool({"money", "code"} & {c.value for c in t.effects})
+        assert outcome.handler_ran is not needs_one
+        if needs_one:
+            assert outcome.observation == {"ok": False, "error": "write_authority_required"}
+    assert set(log) == {
+        t.name for t in tools if not {"money", "code"} & {c.value for c in t.effects}
+    }
 
 
 @pytest.mark.parametrize("consequential", [False, True])
