@@ -277,6 +277,17 @@ def test_the_chapter_8_rule_worked_out_from_the_classes_keeps_what_chapter_8_lis
     assert kept_after_untrusted_text(notes.tools) == READS_ONLY
 
 
+def test_the_names_an_outside_skill_keeps_are_exactly_the_tools_declared_to_only_read() -> None:
+    # Chapter 8 prints OUTSIDE_SKILL_KEEPS as names, before chapter 10 has classes;
+    # held here to the class rule, so a tool that changes its classes breaks this first.
+    from sovereign_agent.skills import OUTSIDE_SKILL_KEEPS, build_skill_tools
+
+    skills = build_skill_tools(
+        SHOP, skills_root=str(ROOT / "book/textbook/skills"), provenance="shop"
+    )
+    assert kept_after_untrusted_text(skills.tools) == OUTSIDE_SKILL_KEEPS
+
+
 # --- approvals cover every call that can spend ---------------------------------
 
 
