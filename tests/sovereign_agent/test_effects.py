@@ -279,7 +279,8 @@ def test_the_chapter_8_rule_worked_out_from_the_classes_keeps_what_chapter_8_lis
 
 def test_the_names_an_outside_skill_keeps_are_exactly_the_tools_declared_to_only_read() -> None:
     # Chapter 8 prints OUTSIDE_SKILL_KEEPS as names, before chapter 10 has classes;
-    # held here to the class rule, so a tool that changes its classes breaks this first.
+    # build_skill_tools now works the set out from the classes, and chapter 8's
+    # names stay load_skill's default: the two must agree for chapter 8's tools.
     from sovereign_agent.skills import OUTSIDE_SKILL_KEEPS, build_skill_tools
 
     skills = build_skill_tools(
@@ -421,3 +422,38 @@ def test_a_recorder_built_by_hand_writes_no_classes_unless_asked() -> None:
         recorder=Recorder(events.append),
     )
     assert not any("effects" in event for event in events)
+
+
+def test_an_outside_skill_keeps_what_the_run_hands_load_skill_and_nothing_it_lists_beyond() -> None:
+    from sovereign_agent.skills import LOAD_SKILL, discover_skills, load_skill_tool
+
+    skills = discover_skills(ROOT / "book/textbook/skills")
+    loader = load_skill_tool(skills, provenance="outside", keep=frozenset({LOAD_SKILL, "supplier"}))
+    shop = build_tools(SHOP)
+    dispatcher = Dispatcher(
+        [*shop.tools.values(), loader], allowed=[*shop.allowed, LOAD_SKILL], before_write=None
+    )
+    record = run_task(
+        ScriptedModel(
+            [
+                AssistantMessage(
+                    tool_calls=(
+                        AssistantToolCall(
+                            id="load",
+                            name=LOAD_SKILL,
+                            arguments_json=json.dumps({"skill": skills[0].name}),
+                        ),
+                    )
+                ),
+                AssistantMessage(content="ok"),
+            ]
+        ),
+        dispatcher,
+        "Load a skill.",
+        max_steps=2,
+        max_tool_calls=1,
+    )
+    (narrowing,) = record.narrowings
+    # Whatever the skill lists, only what the run handed load_skill can stay.
+    assert set(narrowing.kept) <= {LOAD_SKILL, "supplier"}
+    assert "draft_order" in narrowing.removed and "list_stock" in narrowing.removed
