@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.limits import Limits, RunLimits
 from sovereign_agent.models.anthropic import parse_message
 from sovereign_agent.models.openai_compat import parse_chat_completion
@@ -78,9 +79,11 @@ async def slow_read(arguments: Wait) -> dict[str, Any]:
     return {"sku": arguments.sku, "tubs": 12}
 
 
-def turn_seconds(read_only: frozenset[str]) -> float:
-    tool = ExecutableTool("check_availability", "A supplier read.", Wait, slow_read)
-    with RunLimits(Limits(read_only=read_only)) as run:
+def turn_seconds(effects: frozenset[Effect]) -> float:
+    tool = ExecutableTool(
+        "check_availability", "A supplier read.", Wait, slow_read, effects=effects
+    )
+    with RunLimits(Limits()) as run:
         dispatcher = run.dispatcher(Dispatcher([tool], allowed=["check_availability"]))
         calls = [
             ToolCall(id=call_id, name=name, arguments=arguments)
@@ -135,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{dialect:<10} {whole * 1e6:9.1f} {streamed * 1e6:12.1f} {streamed / whole:6.2f}x")
 
     serial = min(turn_seconds(frozenset()) for _ in range(options.repeat))
-    together = min(turn_seconds(frozenset({"check_availability"})) for _ in range(options.repeat))
+    together = min(turn_seconds(frozenset({Effect.READ})) for _ in range(options.repeat))
     speedup = serial / together
     met = speedup >= SPEEDUP_GOAL
     print(

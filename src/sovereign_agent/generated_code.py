@@ -47,6 +47,7 @@ from typing import cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.sandbox import (
     ENVIRONMENT,
     Isolation,
@@ -60,7 +61,7 @@ from sovereign_agent.tools import ExecutableTool, ToolCall
 
 __all__ = [
     "DATA_INSIDE",
-    "RUN_PYTHON_CONSEQUENTIAL",
+    "RUN_PYTHON_EFFECTS",
     "CodeArguments",
     "CodeLimits",
     "CodeResult",
@@ -75,18 +76,22 @@ DATA_INSIDE = "/data"
 # Where the code starts: the sandbox's own /tmp, its only writable place.
 SCRATCH_INSIDE = "/tmp"
 
-# The code tool's policy, in one place. It changes nothing outside its
-# sandbox, yet it runs whatever the model wrote: it is consequential, so it
-# runs only where a write authority (an operator's policy) lets it.
-RUN_PYTHON_CONSEQUENTIAL = True
+# The code tool's policy, in one place, in chapter 10's classes. It changes
+# nothing outside its sandbox, reads no shop record and sends nothing out (the
+# sandbox has no network), yet it runs whatever the model wrote: it is `code`,
+# and code needs the dispatcher's write authority (an operator's policy), as
+# money does. Chapter 2's boolean is worked out from this: it is consequential.
+RUN_PYTHON_EFFECTS = frozenset({Effect.CODE})
 
 
 def sandboxed_code_only(call: ToolCall) -> None:
-    """A write authority for a run whose one consequential tool is `run_python`.
+    """A write authority for a run whose one tool that needs an authority is `run_python`.
 
-    The operator's standing yes to code that runs behind the boundary, and a
-    no to every other consequential tool: a run given this authority can
-    compute, never buy. A shop that wants a person to read each program first
+    The dispatcher asks an authority only about calls whose classes need one
+    (`money` or `code`); this one says yes to `run_python`, the sandboxed
+    `code`, and no to every other such call: a run given this authority can
+    compute, never buy. It sees the call, not the tool, so it names the one
+    tool it admits. A shop that wants a person to read each program first
     uses chapter 10's approvals instead.
     """
     if call.name != "run_python":
@@ -360,5 +365,5 @@ def build_code_tool(data: Path, limits: CodeLimits | None = None) -> ExecutableT
         ),
         arguments=CodeArguments,
         handler=handler,
-        consequential=RUN_PYTHON_CONSEQUENTIAL,
+        effects=RUN_PYTHON_EFFECTS,
     )

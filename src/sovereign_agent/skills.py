@@ -39,7 +39,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sovereign_agent.documents import DocumentError, invisible_in, open_inside
-from sovereign_agent.effects import Effect
+from sovereign_agent.effects import Effect, kept_after_untrusted_text
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, Setup, ToolCall
 
@@ -91,7 +91,9 @@ SHOP_OWN: Provenance = "shop"
 OUTSIDE: Provenance = "outside"
 # What a run keeps once an outside skill is loaded: the shop's tools that
 # change nothing (chapter 8's rule for untrusted text), and load_skill, which
-# can only narrow further. A tool not named here is removed, whoever added it.
+# can only narrow further. Chapter 8 names them; since chapter 10,
+# build_skill_tools works the same set out from the tools' effect classes, and
+# this list is only the default of a load_skill tool built by hand.
 OUTSIDE_SKILL_KEEPS = frozenset({"list_stock", "supplier", LOAD_SKILL})
 
 SKILL_NAME = r"^[a-z0-9]+(-[a-z0-9]+)*$"
@@ -389,7 +391,10 @@ def skill_catalogue(skills: Iterable[Skill]) -> str:
 
 
 def load_skill_tool(
-    skills: Sequence[Skill], *, provenance: Provenance = OUTSIDE
+    skills: Sequence[Skill],
+    *,
+    provenance: Provenance = OUTSIDE,
+    keep: frozenset[str] = OUTSIDE_SKILL_KEEPS,
 ) -> ExecutableTool[SkillArguments]:
     """The tool that hands the model one skill's instructions, and narrows the run.
 
@@ -408,10 +413,8 @@ def load_skill_tool(
         value = {"skill": skill.name, "instructions": skill.instructions}
         if provenance == OUTSIDE:
             # Its own list can narrow further, never keep a tool that writes.
-            listed = OUTSIDE_SKILL_KEEPS if skill.allowed_tools is None else skill.allowed_tools
-            return Narrow(
-                value, keep=OUTSIDE_SKILL_KEEPS & listed, reason=f"outside skill {skill.name}"
-            )
+            listed = keep if skill.allowed_tools is None else skill.allowed_tools
+            return Narrow(value, keep=keep & listed, reason=f"outside skill {skill.name}")
         if skill.allowed_tools is None:
             return value
         return Narrow(value, keep=skill.allowed_tools, reason=f"skill {skill.name}")
@@ -456,7 +459,12 @@ def build_skill_tools(
         raise ValueError(f"provenance must be {SHOP_OWN!r} or {OUTSIDE!r}, not {provenance!r}")
     skills = discover_skills(Path(skills_root))
     names = sorted(allowed)
-    writing = [name for name in names if name not in OUTSIDE_SKILL_KEEPS]
+    shop_tools = build_tools(shop, prices, hints=hints)
+    assert shop_tools.setup is not None  # build_tools records one when it has no authority
+    # What an outside skill leaves a run, worked out from the tools' effect
+    # classes (chapter 10): the shop's tools that only read, and load_skill.
+    keep = kept_after_untrusted_text(shop_tools.tools) | {LOAD_SKILL}
+    writing = [name for name in names if name not in keep]
     if provenance == OUTSIDE and skills and writing:
         raise SkillError(
             Path(skills_root),
@@ -464,8 +472,6 @@ def build_skill_tools(
             "skills from outside the shop are offered only to runs whose tools change "
             f"nothing, and this run allows {', '.join(writing)}",
         )
-    shop_tools = build_tools(shop, prices, hints=hints)
-    assert shop_tools.setup is not None  # build_tools records one when it has no authority
     # The shop's own recipe (its copied rows, its prices) plus where the skills
     # are and whose they are: a replay builds the same tools, and reads the
     # skills as they are then.
@@ -479,7 +485,7 @@ def build_skill_tools(
         },
     )
     dispatcher = Dispatcher(
-        [*shop_tools.tools.values(), load_skill_tool(skills, provenance=provenance)],
+        [*shop_tools.tools.values(), load_skill_tool(skills, provenance=provenance, keep=keep)],
         allowed=names,
         before_write=before_write,
         hints=hints,

@@ -47,11 +47,13 @@ from sovereign_agent.effects import (
     kept_after_untrusted_text,
     needs_authority,
 )
+from sovereign_agent.generated_code import build_code_tool
 from sovereign_agent.loop import run_task
 from sovereign_agent.mcp.remote import Declared
 from sovereign_agent.mcp.serve import servable
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.purchasing import SupplierDesk, build_purchasing_tools
 from sovereign_agent.shop import NoArguments, build_tools
 from sovereign_agent.store import build_store_tools, open_store
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
@@ -166,17 +168,43 @@ def test_every_tool_the_runtimes_factories_build_declares_its_classes(tmp_path: 
 
     store = open_store(friday_store(tmp_path / "s.db"))
     approved, _ = build_approved_store_tools(store)
+    # Never contacted: building the tools sends nothing.
+    purchasing, _ = build_purchasing_tools(store, SupplierDesk("http://127.0.0.1:9"))
     dispatchers = (
         build_tools(SHOP),
         build_store_tools(store),
         approved,
+        purchasing,
         build_document_tools(SHOP, documents_root=str(DOCUMENTS)),
         build_skill_tools(SHOP, skills_root=str(ROOT / "book/textbook/skills"), provenance="shop"),
+        Dispatcher([build_code_tool(tmp_path)], allowed=["run_python"]),
     )
     undeclared = [
         name for dispatcher in dispatchers for name, t in dispatcher.tools.items() if not t.effects
     ]
     assert undeclared == []
+    assert set(purchasing.tools["place_order"].effects) == {"write", "money", "egress"}
+    assert set(build_code_tool(tmp_path).effects) == {"code"}
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(extra=st.lists(class_sets, min_size=1, max_size=6))
+def test_without_an_authority_nothing_that_can_spend_or_run_code_ever_runs(
+    extra: list[frozenset[Effect]],
+) -> None:
+    # run_python's case among every other: code (or money) needs the authority it lacks.
+    log: list[str] = []
+    tools = [tool(f"tool_{n}", classes, log) for n, classes in enumerate(extra)]
+    dispatcher = Dispatcher(tools, allowed=[t.name for t in tools])
+    for t in tools:
+        outcome = dispatcher.attempt(ToolCall(id=t.name, name=t.name, arguments={}))
+        needs_one = bool({"money", "code"} & {c.value for c in t.effects})
+        assert outcome.handler_ran is not needs_one
+        if needs_one:
+            assert outcome.observation == {"ok": False, "error": "write_authority_required"}
+    assert set(log) == {
+        t.name for t in tools if not {"money", "code"} & {c.value for c in t.effects}
+    }
 
 
 @pytest.mark.parametrize("consequential", [False, True])
@@ -247,6 +275,18 @@ def test_a_tool_that_declares_no_classes_is_removed_after_a_read_whatever_its_bo
 def test_the_chapter_8_rule_worked_out_from_the_classes_keeps_what_chapter_8_listed() -> None:
     notes = build_document_tools(SHOP, documents_root=str(DOCUMENTS))
     assert kept_after_untrusted_text(notes.tools) == READS_ONLY
+
+
+def test_the_names_an_outside_skill_keeps_are_exactly_the_tools_declared_to_only_read() -> None:
+    # Chapter 8 prints OUTSIDE_SKILL_KEEPS as names, before chapter 10 has classes;
+    # build_skill_tools now works the set out from the classes, and chapter 8's
+    # names stay load_skill's default: the two must agree for chapter 8's tools.
+    from sovereign_agent.skills import OUTSIDE_SKILL_KEEPS, build_skill_tools
+
+    skills = build_skill_tools(
+        SHOP, skills_root=str(ROOT / "book/textbook/skills"), provenance="shop"
+    )
+    assert kept_after_untrusted_text(skills.tools) == OUTSIDE_SKILL_KEEPS
 
 
 # --- approvals cover every call that can spend ---------------------------------
@@ -382,3 +422,38 @@ def test_a_recorder_built_by_hand_writes_no_classes_unless_asked() -> None:
         recorder=Recorder(events.append),
     )
     assert not any("effects" in event for event in events)
+
+
+def test_an_outside_skill_keeps_what_the_run_hands_load_skill_and_nothing_it_lists_beyond() -> None:
+    from sovereign_agent.skills import LOAD_SKILL, discover_skills, load_skill_tool
+
+    skills = discover_skills(ROOT / "book/textbook/skills")
+    loader = load_skill_tool(skills, provenance="outside", keep=frozenset({LOAD_SKILL, "supplier"}))
+    shop = build_tools(SHOP)
+    dispatcher = Dispatcher(
+        [*shop.tools.values(), loader], allowed=[*shop.allowed, LOAD_SKILL], before_write=None
+    )
+    record = run_task(
+        ScriptedModel(
+            [
+                AssistantMessage(
+                    tool_calls=(
+                        AssistantToolCall(
+                            id="load",
+                            name=LOAD_SKILL,
+                            arguments_json=json.dumps({"skill": skills[0].name}),
+                        ),
+                    )
+                ),
+                AssistantMessage(content="ok"),
+            ]
+        ),
+        dispatcher,
+        "Load a skill.",
+        max_steps=2,
+        max_tool_calls=1,
+    )
+    (narrowing,) = record.narrowings
+    # Whatever the skill lists, only what the run handed load_skill can stay.
+    assert set(narrowing.kept) <= {LOAD_SKILL, "supplier"}
+    assert "draft_order" in narrowing.removed and "list_stock" in narrowing.removed

@@ -347,12 +347,28 @@ def _code_call(code: str) -> AssistantMessage:
     return AssistantMessage(tool_calls=(call,))
 
 
-def test_run_python_is_consequential_and_refused_without_a_write_authority(host: Host) -> None:
+def test_run_python_is_code_and_refused_without_a_write_authority(host: Host) -> None:
     tool = build_code_tool(host.data, QUICK)
-    assert tool.consequential is generated_code.RUN_PYTHON_CONSEQUENTIAL is True
+    # Declared, not left to chapter 2's boolean: exactly code, which needs an authority.
+    assert set(tool.effects) == {"code"}
+    assert tool.consequential is True
     unauthorised = Dispatcher([tool], allowed={"run_python"})
     call = ToolCall(id="c", name="run_python", arguments={"code": "print(1)"})
-    assert unauthorised.invoke(call) == {"ok": False, "error": "write_authority_required"}
+    outcome = unauthorised.attempt(call)
+    assert outcome.observation == {"ok": False, "error": "write_authority_required"}
+    assert outcome.handler_ran is False
+
+
+def test_an_authority_that_refuses_keeps_run_python_from_running(host: Host) -> None:
+    def nobody(call: ToolCall) -> None:
+        raise PermissionError("no code today")
+
+    refused = Dispatcher(
+        [build_code_tool(host.data, QUICK)], allowed={"run_python"}, before_write=nobody
+    )
+    outcome = refused.attempt(ToolCall(id="c", name="run_python", arguments={"code": "print(1)"}))
+    assert outcome.handler_ran is False
+    assert outcome.observation == {"ok": False, "error": "tool_failed"}
 
 
 def test_a_run_that_used_run_python_has_the_code_and_its_result_in_the_trace(host: Host) -> None:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 from strength import examples
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.limits import (
     DeadlinePassed,
     LimitedDispatcher,
@@ -32,6 +33,8 @@ from sovereign_agent.limits import (
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ScriptedModel
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
+
+READS = frozenset({Effect.READ})
 
 
 class Wait(BaseModel):
@@ -82,11 +85,15 @@ class Shop:
             self.writing.discard(arguments.tag)
         return {"written": arguments.tag}
 
-    def tools(self, **extra: ExecutableTool[Any]) -> Dispatcher:
+    def tools(
+        self, *, read_classes: frozenset[Effect] = READS, **extra: ExecutableTool[Any]
+    ) -> Dispatcher:
         tools = [
-            ExecutableTool("read_a", "A slow read.", Wait, self.read),
-            ExecutableTool("read_b", "Another slow read.", Wait, self.read),
-            ExecutableTool("write", "A slow write.", Wait, self.write, consequential=True),
+            ExecutableTool("read_a", "A slow read.", Wait, self.read, effects=read_classes),
+            ExecutableTool("read_b", "Another slow read.", Wait, self.read, effects=read_classes),
+            ExecutableTool(
+                "write", "A slow write.", Wait, self.write, effects=frozenset({Effect.WRITE})
+            ),
             *extra.values(),
         ]
         return Dispatcher(
@@ -95,11 +102,15 @@ class Shop:
 
 
 def limited(
-    shop: Shop, limits: Limits, **extra: ExecutableTool[Any]
+    shop: Shop,
+    limits: Limits,
+    *,
+    read_classes: frozenset[Effect] = READS,
+    **extra: ExecutableTool[Any],
 ) -> tuple[RunLimits, LimitedDispatcher]:
     run = RunLimits(limits, loop_factory=VirtualTimeLoop)
     shop.clock = run.clock
-    return run, run.dispatcher(shop.tools(**extra))
+    return run, run.dispatcher(shop.tools(read_classes=read_classes, **extra))
 
 
 def test_an_async_handler_past_its_timeout_is_cancelled_at_the_bound() -> None:
@@ -233,7 +244,7 @@ def test_the_run_rate_counts_every_tool_and_a_refused_call_spends_no_token() -> 
 
 def test_three_reads_at_once_finish_together_and_are_answered_in_order() -> None:
     shop = Shop()
-    run, dispatcher = limited(shop, Limits(read_only=frozenset({"read_a", "read_b"})))
+    run, dispatcher = limited(shop, Limits())
     calls = [
         call("c1", "read_a", seconds=0.2, tag="vanilla"),
         call("c2", "read_b", seconds=0.2, tag="chocolate"),
@@ -250,18 +261,32 @@ def test_three_reads_at_once_finish_together_and_are_answered_in_order() -> None
     run.close()
 
 
-def test_reads_not_declared_read_only_run_one_after_another() -> None:
+@pytest.mark.parametrize(
+    "classes",
+    [frozenset(), frozenset({Effect.READ, Effect.EGRESS}), frozenset({Effect.WRITE})],
+    ids=["declared the chapter 2 way", "a read that sends out", "a write"],
+)
+def test_calls_whose_classes_are_not_exactly_read_run_one_after_another(
+    classes: frozenset[Effect],
+) -> None:
     shop = Shop()
-    run, dispatcher = limited(shop, Limits())
+    run, dispatcher = limited(shop, Limits(), read_classes=classes)
+    assert not may_run_concurrently(dispatcher.tools["read_a"])
     dispatcher.attempt_turn([call(f"c{n}", "read_a", seconds=0.2, tag=str(n)) for n in range(3)])
     assert run.elapsed_s() == pytest.approx(0.6)
     run.close()
 
 
-def test_a_consequential_tool_never_runs_concurrently_even_if_declared_read_only() -> None:
+def test_a_limits_file_cannot_name_tools_to_run_side_by_side() -> None:
+    # The old list of names is refused loudly, not ignored: only a declaration decides.
+    with pytest.raises(ValueError, match="read_only"):
+        Limits.model_validate({"read_only": ["write"]})
+
+
+def test_a_write_never_runs_concurrently_with_anything() -> None:
     shop = Shop()
-    run, dispatcher = limited(shop, Limits(read_only=frozenset({"read_a", "read_b", "write"})))
-    assert not may_run_concurrently(dispatcher.tools["write"], run.limits.read_only)
+    run, dispatcher = limited(shop, Limits())
+    assert not may_run_concurrently(dispatcher.tools["write"])
     calls = [
         call("c1", "read_a", seconds=0.2, tag="r1"),
         call("c2", "write", seconds=0.1, tag="w1"),
@@ -281,7 +306,7 @@ def test_a_consequential_tool_never_runs_concurrently_even_if_declared_read_only
 @given(st.lists(st.integers(0, 50), min_size=1, max_size=6))
 def test_concurrent_reads_keep_the_models_order_whatever_finishes_first(delays: list[int]) -> None:
     shop = Shop()
-    run, dispatcher = limited(shop, Limits(read_only=frozenset({"read_a", "read_b"})))
+    run, dispatcher = limited(shop, Limits())
     calls = [
         call(f"c{n}", "read_a" if n % 2 else "read_b", seconds=delay / 100, tag=str(n))
         for n, delay in enumerate(delays)
@@ -347,4 +372,61 @@ def test_a_call_from_inside_a_running_loop_is_refused_in_one_clear_line() -> Non
         assert outcome.observation["ok"] is True
 
     asyncio.run(inside())
+    run.close()
+
+
+class Overlaps:
+    """Tools of random classes that note which calls ever ran while another was running."""
+
+    def __init__(self) -> None:
+        self.running: set[str] = set()
+        self.overlapped: set[str] = set()
+
+    async def wait(self, arguments: Wait) -> str:
+        if self.running:
+            self.overlapped |= self.running | {arguments.tag}
+        self.running.add(arguments.tag)
+        try:
+            await asyncio.sleep(arguments.seconds)
+        finally:
+            self.running.discard(arguments.tag)
+        return arguments.tag
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(
+    classes=st.lists(st.frozensets(st.sampled_from(list(Effect))), min_size=1, max_size=4),
+    turn=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 5)), min_size=1, max_size=8),
+)
+def test_a_call_that_does_more_than_read_never_runs_beside_another(
+    classes: list[frozenset[Effect]], turn: list[tuple[int, int]]
+) -> None:
+    overlaps = Overlaps()
+    tools = [
+        ExecutableTool(f"tool_{n}", "Waits.", Wait, overlaps.wait, effects=effects)
+        for n, effects in enumerate(classes)
+    ]
+    run = RunLimits(Limits(), loop_factory=VirtualTimeLoop)
+    dispatcher = run.dispatcher(
+        Dispatcher(tools, allowed=[t.name for t in tools], before_write=lambda call: None)
+    )
+    calls = [
+        call(f"c{n}", f"tool_{which % len(classes)}", seconds=tenths / 10, tag=f"c{n}")
+        for n, (which, tenths) in enumerate(turn)
+    ]
+    outcomes = dispatcher.attempt_turn(calls)
+    assert [o.observation["value"] for o in outcomes] == [c.id for c in calls]
+    only_reads = {c.id for c in calls if dispatcher.tools[c.name].effects == {Effect.READ}}
+    # Nothing but a call declared exactly read ever ran beside another call.
+    assert overlaps.overlapped <= only_reads
+    # And reads next to each other did run together: the turn took the sum, over
+    # each run of consecutive reads, of its longest call, plus every other call's own time.
+    expected, batch = 0.0, 0.0
+    for c in calls:
+        if c.id in only_reads:
+            batch = max(batch, c.arguments["seconds"])
+        else:
+            expected += batch + c.arguments["seconds"]
+            batch = 0.0
+    assert run.elapsed_s() == pytest.approx(expected + batch)
     run.close()

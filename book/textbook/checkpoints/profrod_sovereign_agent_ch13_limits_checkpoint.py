@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.limits import Limits, RateLimit, RunLimits, VirtualTimeLoop
 from sovereign_agent.models import ModelResponseError
 from sovereign_agent.models.streaming import (
@@ -25,6 +26,8 @@ from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall, ToolOutc
 
 # What the supplier can deliver, per product (chapter 9's fixture).
 SUPPLIER = {"VANILLA": 40, "CHOCOLATE": 12, "STRAWBERRY": 0}
+# What a call that only reads declares.
+READS = frozenset({Effect.READ})
 
 
 class SkuArguments(BaseModel):
@@ -32,15 +35,22 @@ class SkuArguments(BaseModel):
     sku: str
 
 
-def supplier_tools(seconds: float) -> Dispatcher:
-    """The supplier's availability check, taking `seconds` to answer each call."""
+def supplier_tools(seconds: float, effects: frozenset[Effect] = READS) -> Dispatcher:
+    """The supplier's availability check, taking `seconds` to answer each call.
+
+    It declares its effect classes (chapter 10): a read, unless told otherwise.
+    """
 
     async def check_availability(arguments: SkuArguments) -> dict[str, Any]:
         await asyncio.sleep(seconds)
         return {"sku": arguments.sku, "tubs": SUPPLIER[arguments.sku]}
 
     tool = ExecutableTool(
-        "check_availability", "Tubs the supplier can deliver.", SkuArguments, check_availability
+        "check_availability",
+        "Tubs the supplier can deliver.",
+        SkuArguments,
+        check_availability,
+        effects=effects,
     )
     return Dispatcher([tool], allowed=["check_availability"])
 
@@ -140,10 +150,10 @@ def main() -> None:
 
     # 3. Three reads of 0.2 s: one after another, then side by side.
     calls = [ask(f"call_{n}", sku) for n, sku in enumerate(SUPPLIER, start=1)]
-    for read_only in (frozenset(), frozenset({"check_availability"})):
-        run = RunLimits(Limits(read_only=read_only), loop_factory=VirtualTimeLoop)
-        outcomes = run.dispatcher(supplier_tools(0.2)).attempt_turn(calls)
-        how = "side by side" if read_only else "one after another"
+    for effects in (frozenset(), READS):
+        run = RunLimits(Limits(), loop_factory=VirtualTimeLoop)
+        outcomes = run.dispatcher(supplier_tools(0.2, effects)).attempt_turn(calls)
+        how = "side by side" if effects else "one after another"
         answers = ", ".join(said(outcome) for outcome in outcomes)
         print(f"three reads, {how}: {answers}; done at {run.elapsed_s():.1f} s")
         run.close()

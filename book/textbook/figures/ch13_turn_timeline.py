@@ -2,8 +2,9 @@
 
 Measured, not drawn from numbers written here: each read records when it
 started and ended on a `VirtualTimeLoop`, through `LimitedDispatcher.attempt_turn`,
-once with the reads undeclared (they run one after another) and once declared
-read-only (they run side by side). A bar is one read, from its start to its end.
+once with the read declaring no effect classes (it runs one after another)
+and once declaring exactly `read` (the reads run side by side). A bar is one
+read, from its start to its end.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from bookproof.figures.diagrams import ACCENT, MUTED, Canvas
+from sovereign_agent.effects import Effect
 from sovereign_agent.limits import Limits, RunLimits, VirtualTimeLoop
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
 
@@ -26,9 +28,9 @@ class SkuArguments(BaseModel):
     sku: str
 
 
-def timeline(read_only: frozenset[str]) -> tuple[list[tuple[str, float, float]], list[str]]:
+def timeline(effects: frozenset[Effect]) -> tuple[list[tuple[str, float, float]], list[str]]:
     """(sku, start, end) of each read, and the order of the answers the model gets."""
-    run = RunLimits(Limits(read_only=read_only), loop_factory=VirtualTimeLoop)
+    run = RunLimits(Limits(), loop_factory=VirtualTimeLoop)
     spans: list[tuple[str, float, float]] = []
 
     async def check_availability(arguments: SkuArguments) -> str:
@@ -37,7 +39,9 @@ def timeline(read_only: frozenset[str]) -> tuple[list[tuple[str, float, float]],
         spans.append((arguments.sku, started, run.elapsed_s()))
         return arguments.sku
 
-    tool = ExecutableTool("check_availability", "A read.", SkuArguments, check_availability)
+    tool = ExecutableTool(
+        "check_availability", "A read.", SkuArguments, check_availability, effects=effects
+    )
     dispatcher = run.dispatcher(Dispatcher([tool], allowed=["check_availability"]))
     calls = [
         ToolCall(id=f"call_{n}", name="check_availability", arguments={"sku": sku})
@@ -53,10 +57,10 @@ LEFT, SCALE, ROW = 1.6, 7.0, 0.28  # inches: where 0 s sits, inches per second, 
 
 def draw() -> Any:
     canvas = Canvas(7.2, 3.3)
-    for panel, (title, read_only) in enumerate(
-        (("one after another", frozenset()), ("side by side", frozenset({"check_availability"})))
+    for panel, (title, effects) in enumerate(
+        (("one after another", frozenset()), ("side by side", frozenset({Effect.READ})))
     ):
-        spans, answers = timeline(read_only)
+        spans, answers = timeline(effects)
         top = 3.0 - panel * 1.45
         canvas.text(0.15, top, title, ha="left", fontweight="bold", fontsize=8.5)
         for row, sku in enumerate(SKUS):

@@ -4,11 +4,13 @@ The runtime for approvals is the book's package, `sovereign_agent.approvals`;
 these are the definitions the chapter prints: the fixture and the model, then
 section 10.11's effect classes, the `ExecutableTool` that declares them, and
 the shop's tool factories and chapter 8's two readers, each tool with its
-classes. Importing this file prints nothing and touches no file.
+classes, and the skill run whose outside skills keep what the classes say.
+Importing this file prints nothing and touches no file.
 """
 
 import copy
 import json
+import os
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +46,8 @@ from sovereign_agent.skills import (
     Provenance,
     Skill,
     SkillArguments,
+    SkillError,
+    discover_skills,
     skill_catalogue,
 )
 from sovereign_agent.store import (
@@ -364,7 +368,10 @@ def read_document_tool(
 
 
 def load_skill_tool(
-    skills: Sequence[Skill], *, provenance: Provenance = OUTSIDE
+    skills: Sequence[Skill],
+    *,
+    provenance: Provenance = OUTSIDE,
+    keep: frozenset[str] = OUTSIDE_SKILL_KEEPS,
 ) -> ExecutableTool[SkillArguments]:
     """The tool that hands the model one skill's instructions, and narrows the run.
 
@@ -383,10 +390,8 @@ def load_skill_tool(
         value = {"skill": skill.name, "instructions": skill.instructions}
         if provenance == OUTSIDE:
             # Its own list can narrow further, never keep a tool that writes.
-            listed = OUTSIDE_SKILL_KEEPS if skill.allowed_tools is None else skill.allowed_tools
-            return Narrow(
-                value, keep=OUTSIDE_SKILL_KEEPS & listed, reason=f"outside skill {skill.name}"
-            )
+            listed = keep if skill.allowed_tools is None else skill.allowed_tools
+            return Narrow(value, keep=keep & listed, reason=f"outside skill {skill.name}")
         if skill.allowed_tools is None:
             return value
         return Narrow(value, keep=skill.allowed_tools, reason=f"skill {skill.name}")
@@ -408,3 +413,65 @@ def load_skill_tool(
         effects=frozenset({Effect.READ}),
         handler=load,
     )
+
+
+def build_skill_tools(
+    shop: Mapping[str, Any],
+    prices: Mapping[str, int] | None = None,
+    *,
+    skills_root: str,
+    provenance: Provenance = OUTSIDE,
+    allowed: Iterable[str] = (*SHOP_TOOL_NAMES, LOAD_SKILL),
+    before_write: Callable[[ToolCall], None] | None = None,
+    hints: bool = False,
+) -> Dispatcher:
+    """Lucy's shop tools and `load_skill` over the skills in `skills_root`, in one dispatcher.
+
+    A skills folder is the shop's own only when `provenance` says so. An
+    outside folder's catalogue is in `load_skill`'s description, which the
+    model reads from the first step: such a run may only allow tools that
+    change nothing, and one that allows more is refused here, before it starts.
+    """
+    if provenance not in (SHOP_OWN, OUTSIDE):
+        raise ValueError(f"provenance must be {SHOP_OWN!r} or {OUTSIDE!r}, not {provenance!r}")
+    skills = discover_skills(Path(skills_root))
+    names = sorted(allowed)
+    shop_tools = build_tools(shop, prices, hints=hints)
+    assert shop_tools.setup is not None  # build_tools records one when it has no authority
+    # What an outside skill leaves a run, worked out from the tools' effect
+    # classes (chapter 10): the shop's tools that only read, and load_skill.
+    keep = kept_after_untrusted_text(shop_tools.tools) | {LOAD_SKILL}
+    writing = [name for name in names if name not in keep]
+    if provenance == OUTSIDE and skills and writing:
+        raise SkillError(
+            Path(skills_root),
+            None,
+            "skills from outside the shop are offered only to runs whose tools change "
+            f"nothing, and this run allows {', '.join(writing)}",
+        )
+    # The shop's own recipe (its copied rows, its prices) plus where the skills
+    # are and whose they are: a replay builds the same tools, and reads the
+    # skills as they are then.
+    setup = Setup(
+        "sovereign_agent.skills:build_skill_tools",
+        {
+            **shop_tools.setup.arguments,
+            "skills_root": os.path.abspath(skills_root),
+            "provenance": provenance,
+            "allowed": names,
+        },
+    )
+    dispatcher = Dispatcher(
+        [*shop_tools.tools.values(), load_skill_tool(skills, provenance=provenance, keep=keep)],
+        allowed=names,
+        before_write=before_write,
+        hints=hints,
+        setup=setup if before_write is None else None,
+    )
+    for skill in skills:
+        loaded = {"ok": True, "value": {"skill": skill.name, "instructions": skill.instructions}}
+        if len(json.dumps(loaded)) > dispatcher.max_result_bytes:
+            # Loading it would tell the model `result_too_large`, and narrow the
+            # run all the same: a skill nobody could read is refused here instead.
+            raise SkillError(skill.path, None, "too long to reach the model in one observation")
+    return dispatcher

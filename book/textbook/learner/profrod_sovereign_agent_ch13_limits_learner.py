@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.models import (
     AssistantMessage,
     AssistantToolCall,
@@ -26,6 +27,8 @@ from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall, ToolOutc
 
 # What the supplier can deliver, per product (chapter 9's fixture).
 SUPPLIER = {"VANILLA": 40, "CHOCOLATE": 12, "STRAWBERRY": 0}
+# What a call that only reads declares.
+READS = frozenset({Effect.READ})
 
 
 class SkuArguments(BaseModel):
@@ -33,15 +36,22 @@ class SkuArguments(BaseModel):
     sku: str
 
 
-def supplier_tools(seconds: float) -> Dispatcher:
-    """The supplier's availability check, taking `seconds` to answer each call."""
+def supplier_tools(seconds: float, effects: frozenset[Effect] = READS) -> Dispatcher:
+    """The supplier's availability check, taking `seconds` to answer each call.
+
+    It declares its effect classes (chapter 10): a read, unless told otherwise.
+    """
 
     async def check_availability(arguments: SkuArguments) -> dict[str, Any]:
         await asyncio.sleep(seconds)
         return {"sku": arguments.sku, "tubs": SUPPLIER[arguments.sku]}
 
     tool = ExecutableTool(
-        "check_availability", "Tubs the supplier can deliver.", SkuArguments, check_availability
+        "check_availability",
+        "Tubs the supplier can deliver.",
+        SkuArguments,
+        check_availability,
+        effects=effects,
     )
     return Dispatcher([tool], allowed=["check_availability"])
 

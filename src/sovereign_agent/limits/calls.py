@@ -30,11 +30,15 @@ from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any, Protocol
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.limits.config import Limits
 from sovereign_agent.limits.virtual_time import worker_resumes, worker_waits
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall, ToolOutcome
 
 __all__ = ["CallTimedOut", "LimitedDispatcher", "may_run_concurrently"]
+
+# The classes of a call that may run side by side with others of its turn.
+RUNS_SIDE_BY_SIDE = frozenset({Effect.READ})
 
 
 class RunLimits(Protocol):
@@ -58,13 +62,15 @@ class CallTimedOut(TimeoutError):
     """A handler outlasted its call's timeout; the model is told `tool_timeout`."""
 
 
-def may_run_concurrently(tool: ExecutableTool[Any], read_only: frozenset[str]) -> bool:
-    """Whether a call may run alongside others of its turn: a declared read, never a write.
+def may_run_concurrently(tool: ExecutableTool[Any]) -> bool:
+    """Whether a call may run alongside others of its turn: its declared classes are exactly read.
 
-    Two writes at once could each see the shop as it was before the other;
-    a consequential tool therefore always runs alone, whatever it is declared.
+    Two writes at once could each see the shop as it was before the other,
+    so anything beyond reading (a write, money, code, and a read that also
+    sends its arguments out) runs alone. Only a declaration counts: a tool
+    declared the chapter 2 way stands for a guess, not a promise to only read.
     """
-    return tool.name in read_only and not tool.consequential
+    return tool.effects == RUNS_SIDE_BY_SIDE
 
 
 class LimitedDispatcher(Dispatcher):
@@ -131,11 +137,7 @@ class LimitedDispatcher(Dispatcher):
 
     def _concurrent(self, call: ToolCall) -> bool:
         tool = self.tools.get(call.name)
-        return (
-            tool is not None
-            and call.name in self.allowed
-            and may_run_concurrently(tool, self._run.limits.read_only)
-        )
+        return tool is not None and call.name in self.allowed and may_run_concurrently(tool)
 
     async def _attempt_in_thread(self, call: ToolCall) -> ToolOutcome:
         # The dispatcher's checks are synchronous; they run in a worker thread

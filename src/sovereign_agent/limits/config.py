@@ -37,9 +37,8 @@ class Price(BaseModel):
 class Limits(BaseModel):
     """How long, how often and how expensively one run may go on.
 
-    `read_only` names the tools whose calls may run at the same time as each
-    other (chapter 13's concurrency); a consequential tool is never among
-    them, whatever this says.
+    Which calls may run at the same time is not a limit: it is what each tool
+    declares (a call whose classes are exactly read, `may_run_concurrently`).
     """
 
     model_config = _CONFIG
@@ -52,7 +51,6 @@ class Limits(BaseModel):
     max_pence: int | None = Field(default=None, ge=1)
     prices: dict[str, Price] = Field(default_factory=dict)
     deadline_s: float | None = Field(default=None, gt=0, le=86_400)
-    read_only: frozenset[str] = frozenset()
 
     @model_validator(mode="after")
     def _coherent(self) -> Self:

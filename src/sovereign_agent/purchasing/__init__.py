@@ -29,12 +29,15 @@ from sovereign_agent.purchasing.records import (
     unfinished_orders,
 )
 from sovereign_agent.purchasing.tools import (
+    PURCHASE_EFFECTS,
     SPENDING_TOOLS,
     build_purchasing_tools,
     order_and_purchase,
+    spending_prices,
 )
 
 __all__ = [
+    "PURCHASE_EFFECTS",
     "SPENDING_TOOLS",
     "Attempt",
     "DeskSettings",
@@ -54,5 +57,6 @@ __all__ = [
     "purchase",
     "reject",
     "resolve_purchases",
+    "spending_prices",
     "unfinished_orders",
 ]

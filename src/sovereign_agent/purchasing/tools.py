@@ -23,18 +23,49 @@ from sovereign_agent.approvals import (
 )
 from sovereign_agent.approvals.authority import Priced, order_amount
 from sovereign_agent.approvals.ledger import Clock, utc_now
+from sovereign_agent.effects import NEEDS_APPROVAL, Effect
 from sovereign_agent.purchasing.desk import PurchaseFailed, PurchaseRejected, SupplierDesk
 from sovereign_agent.purchasing.records import purchase
 from sovereign_agent.shop import SHOP_TOOL_NAMES
 from sovereign_agent.store import build_store_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool
 
-__all__ = ["SPENDING_TOOLS", "build_purchasing_tools", "order_and_purchase"]
+__all__ = [
+    "PURCHASE_EFFECTS",
+    "SPENDING_TOOLS",
+    "build_purchasing_tools",
+    "order_and_purchase",
+    "spending_prices",
+]
 
-# The one place that says which of these tools spend money, and so need an
-# approval first, and what a call of each costs. Every other tool reads or
-# drafts; none of them reaches the supplier.
+# What `place_order` can do once it purchases: it records an order (write),
+# commits the shop to paying for it (money) and sends it to the supplier's
+# desk (egress). Money is what makes the dispatcher ask the approval authority.
+PURCHASE_EFFECTS = frozenset({Effect.WRITE, Effect.MONEY, Effect.EGRESS})
+
+# What a call of each tool that can spend costs. Which tools wait for an
+# approval is not this list: it is what each tool declares (`money`), and
+# `spending_prices` keeps a rule only for a tool that declares it.
 SPENDING_TOOLS: Mapping[str, Priced] = {"place_order": Priced(OrderArguments, order_amount)}
+
+
+def spending_prices(
+    tools: Iterable[ExecutableTool[Any]], prices: Mapping[str, Priced] = SPENDING_TOOLS
+) -> dict[str, Priced]:
+    """The amount rules an approval authority gets: one per tool whose classes can spend.
+
+    Worked out from the classes, so only a call that can spend ever waits for
+    an approval: a rule for a tool that cannot spend is dropped (the
+    dispatcher would never ask about a draft, and a `code` call must not be
+    approvable as if it were an order). A tool that can spend but has no rule
+    is left out too, and the authority refuses it `unpriced_tool`: nobody can
+    approve an amount nobody can work out.
+    """
+    return {
+        tool.name: prices[tool.name]
+        for tool in tools
+        if tool.name in prices and not NEEDS_APPROVAL.isdisjoint(tool.effect_classes)
+    }
 
 
 def order_and_purchase(
@@ -64,11 +95,14 @@ def build_purchasing_tools(
     run_id: str | None = None,
     clock: Clock = utc_now,
     lifetime: timedelta = DEFAULT_LIFETIME,
+    extra_tools: Iterable[ExecutableTool[Any]] = (),
+    prices: Mapping[str, Priced] = SPENDING_TOOLS,
 ) -> tuple[Dispatcher, ApprovalAuthority]:
-    """Chapter 10's store tools and authority; `place_order` also purchases at `desk`."""
-    authority = ApprovalAuthority(
-        connection, dict(SPENDING_TOOLS), run_id=run_id, clock=clock, lifetime=lifetime
-    )
+    """Chapter 10's store tools and authority; `place_order` also purchases at `desk`.
+
+    `extra_tools` join the run (allowed only if `allowed` names them); each
+    meets the authority by what it declares, priced from `prices`.
+    """
     names = frozenset(allowed)
     store_tools = build_store_tools(connection, allowed=names & set(SHOP_TOOL_NAMES))
     order = ExecutableTool(
@@ -76,9 +110,15 @@ def build_purchasing_tools(
         description="Order tubs from the supplier. It runs only with an operator's approval.",
         arguments=OrderArguments,
         handler=lambda args: order_and_purchase(connection, desk, args, clock=clock),
-        consequential=True,
+        effects=PURCHASE_EFFECTS,
     )
-    dispatcher = Dispatcher(
-        (*store_tools.tools.values(), order), allowed=names, before_write=authority
+    tools = (*store_tools.tools.values(), order, *extra_tools)
+    authority = ApprovalAuthority(
+        connection,
+        spending_prices(tools, prices),
+        run_id=run_id,
+        clock=clock,
+        lifetime=lifetime,
     )
+    dispatcher = Dispatcher(tools, allowed=names, before_write=authority)
     return dispatcher, authority
