@@ -27,6 +27,7 @@ SMALLEST: dict[str, tuple[list[str], str]] = {
     "bench_verify.py": (["--repeat", "1", "--sweep"], "linear cost"),
     "bench_grade.py": (["--book", "1", "--copies", "2", "--rounds", "1"], "sandbox cost"),
     "bench_mcp.py": (["--calls", "5", "--repeat", "1"], "ours / bare SDK"),
+    "bench_durable.py": (["--runs", "1", "--repeat", "1"], "cost of durability:"),
 }
 
 

@@ -9,6 +9,7 @@ resumed run answers from its journal without asking the model.
 
 from __future__ import annotations
 
+import ast
 import sqlite3
 import subprocess
 import sys
@@ -230,3 +231,34 @@ def test_the_morning_setup_builds_the_same_run_in_any_worker(store: Path) -> Non
         one, two = morning_setup(connection, run), morning_setup(connection, run)
         assert one.dispatcher.schemas() == two.dispatcher.schemas()
         assert (one.max_steps, one.max_tool_calls) == (5, 5)
+
+
+def test_the_runtime_never_imports_dbos() -> None:
+    # DBOS is an extra for chapter 12's last section: the runtime's journal,
+    # leases and fence are the shop's own, and work without it.
+    runtime = Path(__file__).resolve().parents[2] / "src/sovereign_agent"
+    importers = []
+    for path in sorted(runtime.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            importers += [path.name for name in names if name.split(".")[0] == "dbos"]
+    assert importers == []
+    assert (
+        "dbos"
+        not in subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys, sovereign_agent.worker.setups; print(*sys.modules)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+    )
