@@ -27,11 +27,21 @@ from sovereign_agent.journal import (
     outcome_record,
 )
 from sovereign_agent.leases import LeaseLost, claim_next, release, renew
-from sovereign_agent.models import Message, ModelReply
+from sovereign_agent.models import AssistantMessage, AssistantToolCall, Message, ModelReply
+from sovereign_agent.models.offline import ScriptedModel
 from sovereign_agent.runs import list_runs, read_run, read_steps, submit_run
+from sovereign_agent.shop import NoArguments
 from sovereign_agent.store import MIGRATIONS, RUNS_JOURNAL, open_store, reserve
-from sovereign_agent.tools import ArgumentProblem, Narrowing, ToolFailure, ToolOutcome
-from sovereign_agent.worker import work_on
+from sovereign_agent.tools import (
+    ArgumentProblem,
+    Dispatcher,
+    ExecutableTool,
+    Narrowing,
+    ToolCall,
+    ToolFailure,
+    ToolOutcome,
+)
+from sovereign_agent.worker import RunSetup, work_on
 
 
 class Clock:
@@ -262,3 +272,55 @@ def test_the_runtime_never_imports_dbos() -> None:
             check=True,
         ).stdout.split()
     )
+
+
+def ring_setup(connection: sqlite3.Connection, run: object) -> RunSetup:
+    """A run with one consequential tool that nothing can witness: a bell, rung or not."""
+    bell = ExecutableTool(
+        name="ring_bell",
+        description="Ring the shop's bell.",
+        arguments=NoArguments,
+        handler=lambda _: "rung",
+        consequential=True,
+    )
+    model = ScriptedModel(
+        [
+            AssistantMessage(
+                tool_calls=(AssistantToolCall(id="b", name="ring_bell", arguments_json="{}"),)
+            ),
+            AssistantMessage(content="Rang."),
+        ]
+    )
+    dispatcher = Dispatcher([bell], allowed=["ring_bell"], before_write=lambda call: None)
+    return RunSetup(model=model, dispatcher=dispatcher)
+
+
+def test_a_consequential_call_left_in_doubt_with_no_witness_fails_the_run_for_an_operator(
+    store: Path,
+) -> None:
+    clock = Clock()
+    with closing(open_store(store)) as connection:
+        run_id = submit_run(connection, "Ring the bell.", setup="test_runs_journal:ring_setup")
+        connection.execute("UPDATE runs SET status = 'FINISHED', finished_ms = 1 WHERE id = 1")
+        first = claim_next(connection, "first", lease_seconds=1, clock=clock)
+        assert first is not None and first.run_id == run_id
+        fence(connection, first)
+        journal = Journal(connection, first)
+        JournaledModel(ring_setup(connection, None).model, journal).complete([])
+        journal.record_started(ToolCall(id="b", name="ring_bell", arguments={}), {})
+        unfence(connection)  # the first worker dies here, the bell rung or not
+        clock.now += 1
+        second = claim_next(connection, "second", lease_seconds=1, clock=clock)
+        assert second is not None
+        done = work_on(str(store), connection, second, clock=clock)
+        assert done.status == "FAILED"
+        assert done.detail == (
+            "in doubt: call b of ring_bell may have run, and nothing can say whether"
+        )
+        run = read_run(connection, run_id)
+        assert (run.status, run.error) == ("FAILED", done.detail)
+        # The STARTED row stays for the operator to see; the bell was not rung again.
+        assert [(row.call_id, row.state) for row in read_steps(connection, run_id)] == [
+            (None, "DONE"),
+            ("b", "STARTED"),
+        ]

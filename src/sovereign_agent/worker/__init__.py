@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sovereign_agent.fencing import fence, fenced_writes, unfence
+from sovereign_agent.in_doubt import InDoubt
 from sovereign_agent.journal import Journal, JournaledDispatcher, JournaledModel
 from sovereign_agent.leases import (
     DEFAULT_LEASE_SECONDS,
@@ -164,7 +165,22 @@ def work_on(
                 return WorkDone(lease.run_id, "FAILED", None, 0, 0, 0, _one_line(error))
             model = JournaledModel(setup.model, journal)
             dispatcher = JournaledDispatcher(setup.dispatcher, journal, connection)
-            stop_reason, answer = run_loop(run, setup, model, dispatcher)
+            try:
+                stop_reason, answer = run_loop(run, setup, model, dispatcher)
+            except InDoubt as doubt:
+                # Neither running the call again nor skipping it is safe: the
+                # run stops for an operator, with the call's STARTED row kept.
+                detail = f"in doubt: {doubt}"
+                _end(connection, lease, "FAILED", error=detail, clock=clock)
+                return WorkDone(
+                    lease.run_id,
+                    "FAILED",
+                    None,
+                    journal.step,
+                    journal.replayed_replies,
+                    journal.replayed_outcomes,
+                    detail,
+                )
             _end(connection, lease, "FINISHED", stop_reason=stop_reason, answer=answer, clock=clock)
             return WorkDone(
                 lease.run_id,

@@ -7,7 +7,8 @@ works, and resumes each run from its journal. With --once it exits when no
 run is left unfinished (waiting out the lease of a worker that may have
 died); without it, it keeps watching the store for new runs until stopped.
 One line per run on stdout. Exit status: 0 when every run it worked on
-finished, 1 when one failed (its setup could not build it) or the store
+finished, 1 when one failed (its setup could not build it, or a consequential
+call was left in doubt with nothing to tell whether it ran) or the store
 refused, 2 for a usage error.
 """
 
