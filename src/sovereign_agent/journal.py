@@ -29,7 +29,7 @@ from typing import Any
 
 from sovereign_agent.fencing import fenced_writes
 from sovereign_agent.in_doubt import note_before, resolve_in_doubt
-from sovereign_agent.leases import Lease
+from sovereign_agent.leases import Lease, LeaseLost
 from sovereign_agent.models import Message, ModelClient, ModelReply
 from sovereign_agent.store import transaction
 from sovereign_agent.tools import (
@@ -98,9 +98,18 @@ class Journal:
     claimed the run.
     """
 
-    def __init__(self, connection: sqlite3.Connection, lease: Lease) -> None:
+    def __init__(
+        self,
+        connection: sqlite3.Connection,
+        lease: Lease,
+        *,
+        lease_lost: Callable[[], bool] = lambda: False,
+    ) -> None:
         self._connection = connection
         self._lease = lease
+        # Set by the lease renewer when a renewal was refused: the fence would
+        # refuse the next write anyway, but the model need not be paid first.
+        self.lease_lost = lease_lost
         self.replies: dict[int, ModelReply] = {}
         self.outcomes: dict[str, ToolOutcome] = {}
         self.started: dict[str, dict[str, Any]] = {}
@@ -188,6 +197,8 @@ class JournaledModel:
         if known is not None:
             journal.replayed_replies += 1
             return known
+        if journal.lease_lost():
+            raise LeaseLost(f"run {journal.run_id}: the lease was lost before step {journal.step}")
         reply = self._model.complete(messages, tools=tools)
         # Written before the loop sees it: a crash from here on finds it.
         journal.record_reply(reply)

@@ -324,3 +324,15 @@ def test_a_consequential_call_left_in_doubt_with_no_witness_fails_the_run_for_an
             (None, "DONE"),
             ("b", "STARTED"),
         ]
+
+
+def test_a_worker_that_knows_its_lease_is_lost_does_not_ask_the_model(store: Path) -> None:
+    with closing(open_store(store)) as connection:
+        lease = claim_next(connection, "w")
+        assert lease is not None
+        model = CountingModel()
+        journal = Journal(connection, lease, lease_lost=lambda: True)
+        with pytest.raises(LeaseLost, match="the lease was lost before step 1"):
+            JournaledModel(model, journal).complete([])
+        assert model.asked == []
+        assert read_steps(connection, lease.run_id) == []

@@ -152,9 +152,9 @@ def work_on(
     fence(connection, lease)
     journal: Journal | None = None
     try:
-        with Renewer(path, lease, lease_seconds=lease_seconds, clock=clock):
+        with Renewer(path, lease, lease_seconds=lease_seconds, clock=clock) as renewer:
             run = read_run(connection, lease.run_id)
-            journal = Journal(connection, lease)
+            journal = Journal(connection, lease, lease_lost=renewer.lost.is_set)
             try:
                 setup = load_setup(run.setup)(connection, run)
                 if not isinstance(setup, RunSetup):
