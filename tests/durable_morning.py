@@ -9,8 +9,9 @@ through the environment of the worker's process:
 - a durable log (`SOVEREIGN_TEST_LOG`): one line, appended and fsynced, each
   time the model is asked and each time a handler is entered and returns, so
   a test counts what really happened across processes that were killed;
-- a point (`SOVEREIGN_TEST_KILL` or `SOVEREIGN_TEST_STOP`) at which the worker
-  sends itself SIGKILL or SIGSTOP: the first time the named event happens.
+- a point (`SOVEREIGN_TEST_KILL`, `SOVEREIGN_TEST_STOP`, `SOVEREIGN_TEST_WAIT`)
+  at which the worker sends itself SIGKILL or SIGSTOP, or waits for the
+  test's signal: the first time the named event happens.
 
 Events: `ask-N` (the model is about to be asked for step N), `reply-N` (it
 has answered, not yet journaled), `journaled-N` (its reply is journaled),
@@ -27,6 +28,7 @@ import json
 import os
 import signal
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -136,6 +138,9 @@ def point(event: str) -> None:
     if os.environ.get("SOVEREIGN_TEST_STOP") == event:
         log(f"stopped-at {event}")
         os.kill(os.getpid(), signal.SIGSTOP)
+    if os.environ.get("SOVEREIGN_TEST_WAIT") == event:
+        log(f"waiting-at {event}")
+        time.sleep(120)  # until the test signals this process
 
 
 def call(call_id: str, name: str, **arguments: Any) -> AssistantToolCall:

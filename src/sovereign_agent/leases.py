@@ -113,6 +113,7 @@ def renew(
 
 def release(connection: sqlite3.Connection, lease: Lease) -> bool:
     """Give the run back unfinished (a worker shutting down), if it is still ours."""
+    # Through a fenced connection a lost lease makes this raise; either way nothing changes.
     with transaction(connection):
         cursor = connection.execute(
             "UPDATE runs SET owner = NULL, lease_expires_ms = NULL WHERE id = ? AND owner = ?"

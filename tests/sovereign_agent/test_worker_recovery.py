@@ -36,15 +36,23 @@ LEASE = "0.8"
 
 
 def worker(
-    store: Path, log: Path, *, kill: str | None = None, stop: str | None = None
+    store: Path,
+    log: Path,
+    *,
+    kill: str | None = None,
+    stop: str | None = None,
+    wait: str | None = None,
 ) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
         "SOVEREIGN_TEST_LOG": str(log),
     }
-    for name in ("SOVEREIGN_TEST_KILL", "SOVEREIGN_TEST_STOP", "SOVEREIGN_TRACE"):
+    for name in ("SOVEREIGN_TEST_KILL", "SOVEREIGN_TEST_STOP", "SOVEREIGN_TEST_WAIT"):
         env.pop(name, None)
+    env.pop("SOVEREIGN_TRACE", None)
+    if wait is not None:
+        env["SOVEREIGN_TEST_WAIT"] = wait
     if kill is not None:
         env["SOVEREIGN_TEST_KILL"] = kill
     if stop is not None:
@@ -201,6 +209,37 @@ def test_the_runs_command_shows_a_resumed_run_and_its_journal(
         "step 2 call 2 place_order(order-SKU-CHOCOLATE): ok, ran [generation 2]",
         'step 3 reply: answer "Ordered 9 vanilla and 1 chocolate: 2,550 pence." [generation 2]',
     ]
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT])
+def test_a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it(
+    tmp_path: Path, reference: dict[str, Any], how: signal.Signals
+) -> None:
+    store = morning_store(tmp_path / "lucy.db")
+    log = tmp_path / "log"
+    first = worker(store, log, wait="enter-place_order-SKU-CHOCOLATE")
+    deadline = time.monotonic() + 60
+    while not any(event.startswith("waiting-at") for _, event in read_log(log)):
+        assert time.monotonic() < deadline and first.poll() is None, "the worker never got there"
+        time.sleep(0.02)
+    first.send_signal(how)
+    code, _, err = finish(first)
+    assert code == (143 if how == signal.SIGTERM else 130)
+    assert err.endswith("the run it held, if any, is handed back\n"), err
+    # Handed back: no owner, no lease to wait out; the journal kept.
+    with sqlite3.connect(store) as connection:
+        assert connection.execute("SELECT status, owner FROM runs").fetchall() == [
+            ("RUNNING", None)
+        ]
+    code, out, err = finish(worker(store, log))
+    assert code == 0, err
+    assert out == (
+        "run 1: finished, final_answer after 3 step(s);"
+        " 2 reply(ies) and 2 outcome(s) from the journal\n"
+    )
+    assert essence(store) == reference["essence"]
+    found = events(read_log(log))
+    assert found["done place_order-SKU-CHOCOLATE"] == found["done place_order-SKU-VANILLA"] == 1
 
 
 def stopped(child: subprocess.Popen[str], timeout: float = 30) -> None:

@@ -20,6 +20,7 @@ import socket
 import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,11 +36,12 @@ from sovereign_agent.leases import (
     claim_next,
     milliseconds,
     next_expiry,
+    release,
 )
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import ModelClient
 from sovereign_agent.runs import Run, read_run
-from sovereign_agent.store import transaction
+from sovereign_agent.store import StoreError, transaction
 from sovereign_agent.tools import Dispatcher
 from sovereign_agent.trace.recorder import Recorder
 
@@ -200,6 +202,14 @@ def work_on(
             0 if journal is None else journal.replayed_outcomes,
             f"lease generation {lease.generation} was taken over; nothing more was written",
         )
+    except KeyboardInterrupt:
+        # Stopped by the operator (Ctrl-C, or SIGTERM from a deploy): the run
+        # is handed back now, so that another worker resumes it at once rather
+        # than after the lease. The journal keeps every step already done;
+        # `transaction` rolled back any write the interruption fell inside.
+        with suppress(LeaseLost, sqlite3.Error, StoreError):
+            release(connection, lease)
+        raise
     finally:
         unfence(connection)
 

@@ -6,7 +6,9 @@ It claims runs whose lease is free or expired, renews its lease while it
 works, and resumes each run from its journal. With --once it exits when no
 run is left unfinished (waiting out the lease of a worker that may have
 died); without it, it keeps watching the store for new runs until stopped.
-One line per run on stdout. Exit status: 0 when every run it worked on
+Ctrl-C or SIGTERM stops it: the run it holds is handed back at once (exit
+130 or 143), for another worker to resume. One line per run on stdout.
+Exit status: 0 when every run it worked on
 finished, 1 when one failed (its setup could not build it, or a consequential
 call was left in doubt with nothing to tell whether it ran) or the store
 refused, 2 for a usage error.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import signal
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -27,6 +30,14 @@ from sovereign_agent.store import StoreError, open_store
 from sovereign_agent.worker import WorkDone, default_owner, drain
 
 __all__ = ["describe", "main"]
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the worker is, so that it stops as it does for Ctrl-C."""
+
+
+def terminate(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def describe(done: WorkDone) -> str:
@@ -80,6 +91,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: no store at {arguments.store}", file=sys.stderr)
         return 2
     owner = arguments.name or default_owner()
+    signal.signal(signal.SIGTERM, terminate)
     try:
         with closing(open_store(arguments.store)) as connection:
             done = drain(
@@ -91,10 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 poll_seconds=arguments.poll_seconds,
                 report=lambda outcome: print(describe(outcome), flush=True),
             )
-    except KeyboardInterrupt:
-        # A run we held keeps its lease until it expires; another worker resumes it then.
-        print("worker: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        terminated = isinstance(stop, Terminated)
+        print(
+            f"worker: stopped by {'SIGTERM' if terminated else 'Ctrl-C'};"
+            " the run it held, if any, is handed back",
+            file=sys.stderr,
+        )
+        return 143 if terminated else 130
     except (StoreError, sqlite3.Error) as error:
         print(f"error: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
