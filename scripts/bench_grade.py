@@ -37,6 +37,9 @@ def _grade(folders: list[Path], book: int, isolation: str, jobs: int, report: Pa
             str(book),
             "--isolation",
             isolation,
+            # The baseline grades our own reference copies: running them as
+            # root, where nobody cannot start Python, is accepted.
+            *(["--run-submissions-as-root"] if isolation == "process" else []),
             "-j",
             str(jobs),
             "--seed",

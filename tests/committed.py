@@ -17,9 +17,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from bookproof.layout import REPO_ROOT
+
 __all__ = ["EXERCISES", "EXERCISES_ROOT", "as_committed", "committed", "export_index"]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 
 
 def _git(root: Path, *argv: str, stdin: bytes | None = None) -> bytes | None:

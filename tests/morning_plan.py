@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import json
 import runpy
-from pathlib import Path
 from typing import Any
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO_ROOT
 CHECKPOINTS = ROOT / "book/textbook/checkpoints"
 CHAPTER_1 = CHECKPOINTS / "profrod_sovereign_agent_ch01_first_model_call_checkpoint.py"
 CHAPTER_3 = CHECKPOINTS / "profrod_sovereign_agent_ch03_bounded_agent_loop_checkpoint.py"

@@ -40,12 +40,17 @@ __all__ = [
     "RecordedRequest",
     "StubResponse",
     "anthropic_error",
+    "anthropic_stream",
+    "anthropic_stream_events",
     "anthropic_text",
     "anthropic_tool_use",
     "openai_error",
+    "openai_stream",
+    "openai_stream_events",
     "openai_text",
     "openai_tool_calls",
     "raw_reply",
+    "server_events",
 ]
 
 OPENAI_ROUTE = "/v1/chat/completions"
@@ -372,3 +377,169 @@ def raw_reply(
 ) -> StubResponse:
     """Bytes sent as they are: malformed JSON, HTML from a proxy, an empty body."""
     return StubResponse(status, body, {"Content-Type": content_type}, delay_s, drip_s=drip_s)
+
+
+# -- Streams --------------------------------------------------------------
+# Both providers stream as server-sent events. The builders write each event
+# exactly as the provider does (a test validates every one against the SDKs'
+# stream event types), with text and arguments cut into `piece`-character
+# fragments, so a test can put a fragment boundary anywhere.
+def _pieces(text: str, piece: int) -> list[str]:
+    return [text[start : start + piece] for start in range(0, len(text), piece)] or [""]
+
+
+def openai_stream_events(
+    text: str | None,
+    calls: Sequence[tuple[str, str, str]] = (),
+    *,
+    model: str = "stub-model",
+    usage: tuple[int, int] | None = (23, 9),
+    piece: int = 8,
+) -> list[dict[str, Any]]:
+    """Chat Completions chunks: role, text pieces, each call's id and name then its arguments."""
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-stub",
+            "object": "chat.completion.chunk",
+            "created": 1767225600,
+            "model": model,
+            "choices": [
+                {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+            ],
+            "service_tier": "default",
+            "system_fingerprint": None,
+        }
+
+    events = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    if text:
+        events += [chunk({"content": part}) for part in _pieces(text, piece)]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        opening = {"index": index, "id": call_id, "type": "function"}
+        events.append(
+            chunk({"tool_calls": [{**opening, "function": {"name": name, "arguments": ""}}]})
+        )
+        events += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]})
+            for part in _pieces(arguments, piece)
+        ]
+    events.append(chunk({}, "tool_calls" if calls else "stop"))
+    if usage is not None:
+        # Sent only when the request asked for it (stream_options.include_usage).
+        last = chunk({})
+        last["choices"] = []
+        last["usage"] = {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": sum(usage),
+        }
+        events.append(last)
+    return events
+
+
+def anthropic_stream_events(
+    text: str | None,
+    calls: Iterable[tuple[str, str, Any]] = (),
+    *,
+    model: str = "stub-model",
+    usage: tuple[int, int] = (29, 12),
+    piece: int = 8,
+) -> list[dict[str, Any]]:
+    """Messages stream events: message_start, each block started, filled, stopped; message_stop."""
+    calls = list(calls)
+    events: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_stub",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {"input_tokens": usage[0], "output_tokens": 1},
+            },
+        }
+    ]
+    index = 0
+    if text:
+        events.append(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            }
+        )
+        events += [
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": part},
+            }
+            for part in _pieces(text, piece)
+        ]
+        events.append({"type": "content_block_stop", "index": 0})
+        index = 1
+    for offset, (call_id, name, arguments) in enumerate(calls):
+        block = index + offset
+        start = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        events.append({"type": "content_block_start", "index": block, "content_block": start})
+        events += [
+            {
+                "type": "content_block_delta",
+                "index": block,
+                "delta": {"type": "input_json_delta", "partial_json": part},
+            }
+            for part in _pieces(json.dumps(arguments), piece)
+        ]
+        events.append({"type": "content_block_stop", "index": block})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use" if calls else "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": usage[1]},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def server_events(events: Iterable[dict[str, Any]], *, named: bool) -> bytes:
+    """Events as the bytes on the wire: Anthropic names each event, OpenAI ends with [DONE]."""
+    wire = b""
+    for event in events:
+        head = f"event: {event['type']}\n" if named else ""
+        wire += (head + "data: " + json.dumps(event) + "\n\n").encode("utf-8")
+    if not named:
+        wire += b"data: [DONE]\n\n"
+    return wire
+
+
+def _stream_response(wire: bytes, declared_length: int | None) -> StubResponse:
+    headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+    return StubResponse(200, wire, headers, declared_length=declared_length)
+
+
+def openai_stream(
+    text: str | None,
+    calls: Sequence[tuple[str, str, str]] = (),
+    *,
+    cut_at: int | None = None,
+    **options: Any,
+) -> StubResponse:
+    """A streamed Chat Completions reply; `cut_at` sends only that many bytes, then hangs up."""
+    wire = server_events(openai_stream_events(text, calls, **options), named=False)
+    return _stream_response(wire[:cut_at], None if cut_at is None else len(wire))
+
+
+def anthropic_stream(
+    text: str | None,
+    calls: Iterable[tuple[str, str, Any]] = (),
+    *,
+    cut_at: int | None = None,
+    **options: Any,
+) -> StubResponse:
+    """A streamed Messages reply; `cut_at` sends only that many bytes, then hangs up."""
+    wire = server_events(anthropic_stream_events(text, calls, **options), named=True)
+    return _stream_response(wire[:cut_at], None if cut_at is None else len(wire))

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 from system_components import require_executable
 
-ROOT = Path(__file__).resolve().parents[1]
+from bookproof.layout import REPO_ROOT
+
+ROOT = REPO_ROOT
 
 SMALLEST: dict[str, tuple[list[str], str]] = {
     "bench_dispatch.py": (["--calls", "20", "--repeat", "1"], "valid draft"),
@@ -27,6 +29,9 @@ SMALLEST: dict[str, tuple[list[str], str]] = {
     "bench_verify.py": (["--repeat", "1", "--sweep"], "linear cost"),
     "bench_grade.py": (["--book", "1", "--copies", "2", "--rounds", "1"], "sandbox cost"),
     "bench_mcp.py": (["--calls", "5", "--repeat", "1"], "ours / bare SDK"),
+    "bench_purchase.py": (["--purchases", "3", "--repeat", "1"], "ours / bare:"),
+    "bench_limits.py": (["--calls", "5", "--repeat", "1"], "side by side"),
+    "bench_run_python.py": (["--repeat", "1"], "boundary cost"),
     "bench_durable.py": (["--runs", "1", "--repeat", "1"], "cost of durability:"),
 }
 
@@ -34,7 +39,7 @@ SMALLEST: dict[str, tuple[list[str], str]] = {
 @pytest.mark.parametrize("script", sorted(SMALLEST))
 def test_the_benchmark_runs_and_prints_its_figures(script: str, tmp_path: Path) -> None:
     options, figure = SMALLEST[script]
-    if script == "bench_grade.py":
+    if script in ("bench_grade.py", "bench_run_python.py"):
         require_executable("bwrap", install="sudo apt-get install bubblewrap")
     if script == "bench_store.py":
         options = [*options, "--dir", str(tmp_path)]

@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+from bookproof.layout import REPO_ROOT
+
+SRC = REPO_ROOT / "src"
 PACKAGES = ("sovereign_agent", "bookproof")
 
 Graph = Mapping[str, frozenset[str]]

@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 from system_components import require_executable
 
-REPO = Path(__file__).resolve().parents[1]
+from bookproof.layout import REPO_ROOT
+
+REPO = REPO_ROOT
 
 OUTSIDE = """\
 import importlib.util, sys

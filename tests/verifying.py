@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from bookproof.layout import REPO_ROOT
+
+REPO = REPO_ROOT
 SCRIPT = REPO / "scripts" / "verify_book_assets_v2.py"
 
 # Runs the script as `python SCRIPT ...` would, then records the verifier

@@ -1,11 +1,11 @@
-"""Exercise Book 8 starter: chapter 8's documents, ready for the three exercises.
+"""Exercise Book 8 starter: chapter 8's documents, ready for the four exercises.
 
 This is chapter 8's `read_document` (the learner file's definitions,
 unchanged; the dispatcher, the loop and the shop come from the book's
-runtime), with, at the end, the three exercises and "the grader's door": a
+runtime), with, at the end, the four exercises and "the grader's door": a
 function through which the grader, which can only send and receive plain
 JSON, runs your tools on a documents folder of its own. It runs, and it does
-none of the exercises yet: look for `Exercise 1`, `Exercise 2` and `Exercise 3`.
+none of the exercises yet: look for `Exercise 1` to `Exercise 4`.
 """
 
 from __future__ import annotations
@@ -320,6 +320,43 @@ def vendor_skill_tool(
     )
 
 
+# --- Exercise 4 (Unit D): a refund, and the company it keeps -------------------------
+
+REFUND_CUSTOMER = "refund_customer"
+
+
+class RefundArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sale: str = Field(pattern=r"^S-[0-9]{1,6}$")
+    pence: int = Field(gt=0, le=1_000_000)
+
+
+def refund_tool(
+    sales: Mapping[str, int], refunds: list[dict[str, Any]]
+) -> ExecutableTool[RefundArguments]:
+    """Exercise 4: `refund_customer(sale, pence)`, which pays a customer back for one sale.
+
+    `sales` holds what each sale took, in pence; a refund that is paid is
+    appended to `refunds` as `{"sale", "pence"}`. Unit D says what Lucy needs
+    of it, and asks you to decide which tools it may sit beside once a run
+    has read text from outside the shop. As given, it knows no sale.
+    """
+
+    def refund(arguments: RefundArguments) -> Any:
+        raise KeyError(arguments.sale)
+
+    return ExecutableTool(
+        name=REFUND_CUSTOMER,
+        description=(
+            "Pay a customer back for one of the shop's sales, by its number (S-1234), up "
+            "to what they paid for it; each sale is refunded at most once."
+        ),
+        arguments=RefundArguments,
+        handler=refund,
+    )
+
+
 # The tools a run keeps once it has read untrusted text: chapter 8's, and the
 # three of these exercises that change nothing.
 KEPT_AFTER_READING = READS_ONLY | {LIST_DOCUMENTS, OPEN_DOCUMENT, READ_VENDOR_SKILL}
@@ -341,10 +378,13 @@ def build_exercise_tools(
     for_lucy: list[dict[str, Any]],
     allowed: Iterable[str] = EVERY_TOOL,
     skills_root: str | None = None,
+    sales: Mapping[str, int] | None = None,
+    refunds: list[dict[str, Any]] | None = None,
 ) -> Dispatcher:
     """Lucy's shop tools, `read_document` and the exercises' tools: the dispatcher of the door.
 
-    `read_vendor_skill` is there only when a supplier's skills folder is given.
+    `read_vendor_skill` is there only when a supplier's skills folder is given,
+    and `refund_customer` only when the shop's sales are.
     """
     root = Path(documents_root).resolve()
     if not root.is_dir():
@@ -355,6 +395,8 @@ def build_exercise_tools(
         if not skills.is_dir():
             raise DocumentError(skills_root, "no such skills folder")
         vendor.append(vendor_skill_tool(skills, keep=KEPT_AFTER_READING))
+    if sales is not None:
+        vendor.append(refund_tool(sales, [] if refunds is None else refunds))
     shop_tools = build_tools(shop, prices)
     return Dispatcher(
         [
@@ -383,16 +425,28 @@ SHOP = {
 
 
 def run_calls(
-    root: str, allowed: list[str], calls: list[list[Any]], skills_root: str | None = None
+    root: str,
+    allowed: list[str],
+    calls: list[list[Any]],
+    skills_root: str | None = None,
+    sales: dict[str, int] | None = None,
 ) -> Any:
     """A run whose model makes `calls` ([name, arguments] each), one per step, then answers.
 
-    With `skills_root`, the run also has `read_vendor_skill` over that folder.
+    With `skills_root`, the run also has `read_vendor_skill` over that folder;
+    with `sales` (sale number -> pence it took), `refund_customer` over them.
     """
     for_lucy: list[dict[str, Any]] = []
+    refunds: list[dict[str, Any]] = []
     try:
         tools = build_exercise_tools(
-            SHOP, documents_root=root, for_lucy=for_lucy, allowed=allowed, skills_root=skills_root
+            SHOP,
+            documents_root=root,
+            for_lucy=for_lucy,
+            allowed=allowed,
+            skills_root=skills_root,
+            sales=sales,
+            refunds=refunds,
         )
     except DocumentError as error:
         return {"error": error.reason}
@@ -419,6 +473,7 @@ def run_calls(
                 "executed": list(record.executed),
                 "refused": [list(pair) for pair in record.refused],
                 "for_lucy": for_lucy,
+                "refunds": refunds,
             }
         )
     )

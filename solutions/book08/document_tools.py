@@ -5,7 +5,9 @@ read and narrows the run like a read whenever it names one (exercise 1);
 `open_document` and `show_lucy` let a run handle notes by reference, so that
 their text reaches Lucy and never the model (exercise 2); `read_vendor_skill`
 reads a skill from the supplier as a note, when it is asked for, and narrows
-the run whatever the skill lists (exercise 3). Chapter 8's code and the
+the run whatever the skill lists (exercise 3); `refund_customer` pays a sale
+back once, never more than it took, and is not among the tools a run keeps
+after reading outside text (exercise 4). Chapter 8's code and the
 grader's door are the starter's, unchanged.
 """
 
@@ -401,6 +403,53 @@ def vendor_skill_tool(
     )
 
 
+# --- Exercise 4 (Unit D): a refund, and the company it keeps -------------------------
+
+REFUND_CUSTOMER = "refund_customer"
+
+
+class RefundArguments(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    sale: str = Field(pattern=r"^S-[0-9]{1,6}$")
+    pence: int = Field(gt=0, le=1_000_000)
+
+
+def refund_tool(
+    sales: Mapping[str, int], refunds: list[dict[str, Any]]
+) -> ExecutableTool[RefundArguments]:
+    """Exercise 4: `refund_customer(sale, pence)`, which pays a customer back for one sale.
+
+    Money leaves the shop, so this tool changes something: it is not among
+    the tools a run keeps after reading text from outside (`KEPT_AFTER_READING`
+    is an allowlist of tools that change nothing, and stays one). A note, a
+    listing's names or a supplier's skill can ask for a refund; once any of
+    them is in the run, the run cannot pay one. A run that only opened notes
+    by handle and showed them to Lucy read none of their text, so it still
+    can. Each sale is paid back once, and never more than it took.
+    """
+
+    def refund(arguments: RefundArguments) -> Any:
+        if arguments.sale not in sales:
+            raise KeyError(arguments.sale)
+        if any(paid["sale"] == arguments.sale for paid in refunds):
+            raise ValueError(f"{arguments.sale} was refunded already")
+        if arguments.pence > sales[arguments.sale]:
+            raise ValueError(f"{arguments.sale} took {sales[arguments.sale]:,} pence")
+        refunds.append({"sale": arguments.sale, "pence": arguments.pence})
+        return {"refunded": arguments.sale, "pence": arguments.pence}
+
+    return ExecutableTool(
+        name=REFUND_CUSTOMER,
+        description=(
+            "Pay a customer back for one of the shop's sales, by its number (S-1234), up "
+            "to what they paid for it; each sale is refunded at most once."
+        ),
+        arguments=RefundArguments,
+        handler=refund,
+    )
+
+
 # The tools a run keeps once it has read untrusted text: chapter 8's, and the
 # three of these exercises that change nothing.
 KEPT_AFTER_READING = READS_ONLY | {LIST_DOCUMENTS, OPEN_DOCUMENT, READ_VENDOR_SKILL}
@@ -422,10 +471,13 @@ def build_exercise_tools(
     for_lucy: list[dict[str, Any]],
     allowed: Iterable[str] = EVERY_TOOL,
     skills_root: str | None = None,
+    sales: Mapping[str, int] | None = None,
+    refunds: list[dict[str, Any]] | None = None,
 ) -> Dispatcher:
     """Lucy's shop tools, `read_document` and the exercises' tools: the dispatcher of the door.
 
-    `read_vendor_skill` is there only when a supplier's skills folder is given.
+    `read_vendor_skill` is there only when a supplier's skills folder is given,
+    and `refund_customer` only when the shop's sales are.
     """
     root = Path(documents_root).resolve()
     if not root.is_dir():
@@ -436,6 +488,8 @@ def build_exercise_tools(
         if not skills.is_dir():
             raise DocumentError(skills_root, "no such skills folder")
         vendor.append(vendor_skill_tool(skills, keep=KEPT_AFTER_READING))
+    if sales is not None:
+        vendor.append(refund_tool(sales, [] if refunds is None else refunds))
     shop_tools = build_tools(shop, prices)
     return Dispatcher(
         [
@@ -464,16 +518,28 @@ SHOP = {
 
 
 def run_calls(
-    root: str, allowed: list[str], calls: list[list[Any]], skills_root: str | None = None
+    root: str,
+    allowed: list[str],
+    calls: list[list[Any]],
+    skills_root: str | None = None,
+    sales: dict[str, int] | None = None,
 ) -> Any:
     """A run whose model makes `calls` ([name, arguments] each), one per step, then answers.
 
-    With `skills_root`, the run also has `read_vendor_skill` over that folder.
+    With `skills_root`, the run also has `read_vendor_skill` over that folder;
+    with `sales` (sale number -> pence it took), `refund_customer` over them.
     """
     for_lucy: list[dict[str, Any]] = []
+    refunds: list[dict[str, Any]] = []
     try:
         tools = build_exercise_tools(
-            SHOP, documents_root=root, for_lucy=for_lucy, allowed=allowed, skills_root=skills_root
+            SHOP,
+            documents_root=root,
+            for_lucy=for_lucy,
+            allowed=allowed,
+            skills_root=skills_root,
+            sales=sales,
+            refunds=refunds,
         )
     except DocumentError as error:
         return {"error": error.reason}
@@ -500,6 +566,7 @@ def run_calls(
                 "executed": list(record.executed),
                 "refused": [list(pair) for pair in record.refused],
                 "for_lucy": for_lucy,
+                "refunds": refunds,
             }
         )
     )

@@ -1,9 +1,10 @@
-"""Exercise Book 10: chapter 10's Friday, plus two rules for approvals.
+"""Exercise Book 10: chapter 10's Friday, two rules for approvals, and one tool's classes.
 
 Chapter 10's definitions are here unchanged (`SHOP`, `friday_store`,
 `order_what_is_needed`); the runtime for approvals is the book's package,
 `sovereign_agent.approvals`. Exercise 1 gives each operator a spending cap;
-Exercise 2 releases the money a finished run no longer needs. At the end,
+Exercise 2 releases the money a finished run no longer needs; Exercise 3
+says what a new tool, holding tubs, can do to the world. At the end,
 the grader's door: plain JSON in and out, a store file at the path given.
 """
 
@@ -26,10 +27,12 @@ from sovereign_agent.approvals import (
     set_weekly_limit,
 )
 from sovereign_agent.approvals.ledger import decide, operators, read_approval, seconds, utc_now
+from sovereign_agent.effects import Effect, kept_after_untrusted_text
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, Message
 from sovereign_agent.models.offline import ScriptedModel
-from sovereign_agent.shop import PRICES_PENCE
+from sovereign_agent.shop import PRICES_PENCE, DraftArguments
 from sovereign_agent.store import expect_delivery, open_store, reserve, seed_store
+from sovereign_agent.tools import Dispatcher, ExecutableTool
 
 # --- Chapter 10: Friday's store and the morning's model, as the chapter prints them ----
 
@@ -129,6 +132,25 @@ def release_run(connection: sqlite3.Connection, run_id: str, operator: str) -> l
     return released
 
 
+# --- Exercise 3: what holding tubs can do ---------------------------------------------
+
+
+def hold_tubs_tool(connection: sqlite3.Connection) -> ExecutableTool[DraftArguments]:
+    """`hold_tubs`: a run holds tubs of one sku for a customer (chapter 6's reserve).
+
+    A hold changes the shop's own records (reserved tubs) and spends nothing,
+    so it is a write: it runs without an approval, and a run that has read
+    untrusted text no longer has it.
+    """
+    return ExecutableTool(
+        name="hold_tubs",
+        description="Hold tubs of one sku for a customer. It orders and spends nothing.",
+        arguments=DraftArguments,
+        handler=lambda args: reserve(connection, args.sku, args.quantity),
+        effects=frozenset({Effect.WRITE}),
+    )
+
+
 # --- The grader's door: plain JSON in and out; leave it as it is ----------------------
 
 
@@ -208,3 +230,45 @@ def orders_file(path: str) -> list[list[Any]]:
     with closing(open_store(path)) as store:
         rows = store.execute("SELECT sku, quantity, approval_id FROM orders ORDER BY id")
         return [[str(sku), int(quantity), int(approval)] for sku, quantity, approval in rows]
+
+
+def hold_file(path: str, run_id: str, sku: str, tubs: int) -> dict[str, Any]:
+    """A run under approvals whose model asks once to hold tubs: its stop, the sku's reserved tubs
+    and how many approvals the store holds afterwards."""
+    with closing(open_store(path)) as store:
+        approved, authority = build_approved_store_tools(store, run_id=run_id, clock=utc_now)
+        hold = hold_tubs_tool(store)
+        dispatcher = Dispatcher(
+            [*approved.tools.values(), hold],
+            allowed=[*approved.allowed, hold.name],
+            before_write=authority,
+        )
+        call = AssistantToolCall(
+            id="h", name=hold.name, arguments_json=json.dumps({"sku": sku, "quantity": tubs})
+        )
+        model = ScriptedModel(
+            [AssistantMessage(tool_calls=(call,)), AssistantMessage(content="Held.")]
+        )
+        run = run_with_approvals(
+            model, dispatcher, authority, "Hold tubs.", max_steps=3, max_tool_calls=2
+        )
+        row = store.execute("SELECT reserved FROM products WHERE sku = ?", (sku,)).fetchone()
+        return {
+            "stop": run.stop_reason,
+            "reserved": int(row[0]),
+            "approvals": len(list_approvals(store)),
+        }
+
+
+def classes_file(path: str) -> dict[str, Any]:
+    """Each tool's effect classes, and the tools a run keeps once it has read untrusted text."""
+    with closing(open_store(path)) as store:
+        approved, _ = build_approved_store_tools(store, clock=utc_now)
+        tools = {**approved.tools, "hold_tubs": hold_tubs_tool(store)}
+        return {
+            "classes": {
+                name: sorted(effect.value for effect in tool.effect_classes)
+                for name, tool in tools.items()
+            },
+            "kept": sorted(kept_after_untrusted_text(tools)),
+        }

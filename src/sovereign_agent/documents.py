@@ -1,4 +1,4 @@
-"""Printed in chapter 8: documents, text nobody in the shop wrote, read so that it cannot act.
+"""Printed in chapters 8 and 10: documents, text nobody in the shop wrote, read so it cannot act.
 
 Lucy's supplier sends notes, and `read_document` reads them from one
 documents folder. Whoever wrote a note can speak to the model through it, and
@@ -14,8 +14,9 @@ about the run, not about the model. The order below is the chapter's argument:
 3. handing it over: between two lines the note cannot write, labelled as data
    (a label a model may ignore; it is not the defence);
 4. the defence: a read that succeeded returns `Narrow`, so the rest of the run
-   keeps only the tools that change nothing (`READS_ONLY`); drafting and buying
-   are gone before the model has read a word of the note.
+   keeps only the tools that change nothing (`READS_ONLY`; from chapter 10 on,
+   worked out from the tools' effect classes); drafting and buying are gone
+   before the model has read a word of the note.
 
 Nothing here takes a price, or anything else, from a note: the shop's tools
 still compute every number from the shop's own data.
@@ -34,25 +35,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sovereign_agent.effects import Effect, kept_after_untrusted_text
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, Setup, ToolCall
 
-__all__ = [
-    "MAX_DOCUMENT_BYTES",
-    "MAX_DOCUMENT_NAME",
-    "READS_ONLY",
-    "READ_DOCUMENT",
-    "UNTRUSTED",
-    "DocumentArguments",
-    "DocumentError",
-    "boundary_of",
-    "build_document_tools",
-    "delimited",
-    "invisible_in",
-    "open_inside",
-    "read_document_text",
-    "read_document_tool",
-]
+__all__ = ["DocumentError", "build_document_tools", "invisible_in", "open_inside"]
 
 READ_DOCUMENT = "read_document"
 # A supplier's note is a few paragraphs. The bound also keeps every note this
@@ -217,6 +204,7 @@ def read_document_tool(
             "change nothing."
         ),
         arguments=DocumentArguments,
+        effects=frozenset({Effect.READ}),
         handler=read,
     )
 
@@ -236,6 +224,9 @@ def build_document_tools(
         raise DocumentError(documents_root, "no such documents folder")
     shop_tools = build_tools(shop, prices, hints=hints)
     assert shop_tools.setup is not None  # build_tools records one when it has no authority
+    # What a read keeps, worked out from the tools' effect classes (chapter 10):
+    # the shop's tools that only read, and read_document itself, which only reads.
+    keep = kept_after_untrusted_text(shop_tools.tools) | {READ_DOCUMENT}
     names = sorted(allowed)
     # The shop's own recipe plus where the notes are: a replay builds the same
     # tools, and reads the notes as they are on the day of the replay.
@@ -244,7 +235,7 @@ def build_document_tools(
         {**shop_tools.setup.arguments, "documents_root": str(root), "allowed": names},
     )
     return Dispatcher(
-        [*shop_tools.tools.values(), read_document_tool(root)],
+        [*shop_tools.tools.values(), read_document_tool(root, keep=keep)],
         allowed=names,
         before_write=before_write,
         hints=hints,

@@ -6,10 +6,10 @@ The boundary has two halves, both here because each is useless alone:
   read-only), its one writable place (a size-bounded /tmp, or a scratch
   folder), its environment, and whether it has a network;
 - the process's own (`confine`), its first act: rlimits (memory, file size,
-  CPU seconds, open files) and a seccomp filter that refuses new processes
-  and, when asked, `exec`. What it sets there cannot be undone later: a
-  lowered hard rlimit cannot be raised without privileges, and a seccomp
-  filter can never be removed.
+  CPU seconds, open files) and a seccomp filter that refuses new processes,
+  io_uring and new namespaces and, when asked, `exec`. What it sets there
+  cannot be undone later: a lowered hard rlimit cannot be raised without
+  privileges, and a seccomp filter can never be removed.
 
 Two isolation modes, chosen by the caller:
 
@@ -97,6 +97,9 @@ class View:
     where the process starts. `tmp_bytes` bounds the sandbox's /tmp. `user` is
     the uid (and gid) a process started by root runs as in process mode; None
     keeps the caller's, for a process that runs none of the untrusted code.
+    `proc` False gives a bubblewrap sandbox no /proc at all: nothing to list,
+    and a sandbox that can start inside another one, whose /proc the kernel
+    will not let it mount again.
     """
 
     read_only: Mapping[str, Path]
@@ -105,6 +108,7 @@ class View:
     network: bool = False
     environment: Mapping[str, str] = field(default_factory=lambda: dict(ENVIRONMENT))
     user: int | None = NOBODY
+    proc: bool = True
 
 
 def seen_at(isolation: Isolation, view: View, inside: str) -> str:
@@ -261,7 +265,9 @@ def _bubblewrap(view: View) -> list[str]:
     # The scratch /tmp first: a bind below /tmp (a project checked out there)
     # must land on top of it, not be hidden by it.
     argv += ["--size", str(view.tmp_bytes), "--tmpfs", "/tmp"]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    if view.proc:
+        argv += ["--proc", "/proc"]
+    argv += ["--dev", "/dev", "--remount-ro", "/dev"]
     argv += _system_view()
     for inside, outside in view.read_only.items():
         argv += ["--ro-bind", str(outside), inside]
@@ -335,15 +341,15 @@ def _link_chain(path: str) -> list[tuple[str, str, str]]:
 
 
 @functools.cache
-def bubblewrap_problem() -> str | None:
-    """None when bubblewrap sandboxes work here; otherwise why not, in one line."""
+def bubblewrap_problem(*, proc: bool = True) -> str | None:
+    """None when bubblewrap sandboxes (with or without a /proc) work here; otherwise why not."""
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (Debian and Ubuntu: sudo apt-get install bubblewrap)"
     here = os.path.dirname(os.path.realpath(__file__))
     try:
         completed = subprocess.run(
             [
-                *_bubblewrap(View({"/probe": Path(here)}, "/probe")),
+                *_bubblewrap(View({"/probe": Path(here)}, "/probe", proc=proc)),
                 "--",
                 sys.executable,
                 "-I",
@@ -409,11 +415,16 @@ class _Table:
     clone: int
     clone3: int
     execs: tuple[int, ...]  # execve, execveat
+    # io_uring_setup, io_uring_enter, io_uring_register, unshare, setns: doors
+    # into the kernel no sandboxed program needs, io_uring being where many
+    # of its recent privilege-escalation bugs were found, and a new user
+    # namespace being where a program would find capabilities again.
+    kernel_doors: tuple[int, ...]
 
 
 _ARCHITECTURES = {
-    "x86_64": _Table(0xC000003E, (57, 58), 56, 435, (59, 322)),
-    "aarch64": _Table(0xC00000B7, (), 220, 435, (221, 281)),
+    "x86_64": _Table(0xC000003E, (57, 58), 56, 435, (59, 322), (425, 426, 427, 272, 308)),
+    "aarch64": _Table(0xC00000B7, (), 220, 435, (221, 281), (425, 426, 427, 97, 268)),
 }
 
 PR_SET_NO_NEW_PRIVS = 38
@@ -431,7 +442,10 @@ def filter_program(machine: str, *, forbid_exec: bool = False) -> bytes | None:
     It refuses `fork`, `vfork` and any `clone` that is not a thread (`clone3`
     reports itself missing, so the C library falls back to `clone`, whose
     flags the filter can read); with `forbid_exec`, `execve` and `execveat`
-    too. Threads stay allowed: they live and die with the process.
+    too. It refuses io_uring and new namespaces (`unshare`, `setns`) always:
+    a new user namespace would hand the program a full set of capabilities
+    inside it, and io_uring is the kernel's most bug-prone door.
+    Threads stay allowed: they live and die with the process.
     """
     table = _ARCHITECTURES.get(machine)
     if table is None:
@@ -453,7 +467,7 @@ def filter_program(machine: str, *, forbid_exec: bool = False) -> bytes | None:
         _instruction(_JUMP_EQUAL, 0, 1, table.clone3),
         _instruction(_RETURN, 0, 0, _ERRNO | _ENOSYS),
     ]
-    refused = table.process_only + (table.execs if forbid_exec else ())
+    refused = table.process_only + table.kernel_doors + (table.execs if forbid_exec else ())
     for number in refused:
         program += [
             _instruction(_JUMP_EQUAL, 0, 1, number),

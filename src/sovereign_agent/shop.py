@@ -1,4 +1,4 @@
-"""Printed in chapters 2, 4 and 6: the shop's argument models, its functions and tools over them.
+"""Printed in chapters 2, 6 and 10: the shop's argument models, its functions and tools over them.
 
 The numbers a re-order depends on (stock, targets, prices) live here, in the
 shop's own data. The model may ask for a draft; it never supplies a price and
@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Setup, ToolCall
 
 __all__ = [
@@ -126,18 +127,21 @@ def build_tools(
             name="list_stock",
             description="Every product with its stock, its target and the tubs needed.",
             arguments=NoArguments,
+            effects=frozenset({Effect.READ}),
             handler=lambda _: stock_report(products),
         ),
         ExecutableTool(
             name="supplier",
             description="The supplier's quote for one sku, in integer pence.",
             arguments=ProductArguments,
+            effects=frozenset({Effect.READ}),
             handler=lambda args: supplier_quote(price_list, args.sku),
         ),
         ExecutableTool(
             name="draft_order",
             description="Draft (never place) a re-order for exactly the tubs needed.",
             arguments=DraftArguments,
+            effects=frozenset({Effect.WRITE}),
             handler=lambda args: draft_order(products, price_list, args.sku, args.quantity),
         ),
     )

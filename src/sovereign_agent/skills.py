@@ -1,4 +1,4 @@
-"""Printed in chapters 7 and 8: skills, packaged know-how that narrows a run, never widens.
+"""Printed in chapters 7, 8 and 10: skills, packaged know-how that narrows a run, never widens.
 
 A skill is a folder holding `SKILL.md`: YAML front matter between two `---`
 lines (`name`, `description`, optionally `allowed-tools`), then Markdown
@@ -39,6 +39,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sovereign_agent.documents import DocumentError, invisible_in, open_inside
+from sovereign_agent.effects import Effect
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, Setup, ToolCall
 
@@ -52,28 +53,18 @@ except ImportError as missing:  # pragma: no cover - depends on how the package 
 
 __all__ = [
     "LOAD_SKILL",
-    "MAX_SKILLS",
     "MAX_SKILL_BYTES",
-    "MAX_SKILL_ENTRIES",
-    "MAX_YAML_DEPTH",
-    "OUTSIDE",
-    "OUTSIDE_SKILL_KEEPS",
-    "SHOP_OWN",
     "SKILL_FILE",
-    "FrontMatter",
+    "SKILL_NAME",
     "Provenance",
     "Skill",
     "SkillArguments",
     "SkillError",
-    "SkillLoader",
-    "beyond_safe_mode",
     "build_skill_tools",
     "discover_skills",
     "is_inside",
     "line_of",
-    "load_skill_tool",
     "parse_skill",
-    "read_front_matter",
     "read_skill",
     "refuse_links_out",
     "skill_catalogue",
@@ -439,6 +430,7 @@ def load_skill_tool(
             + skill_catalogue(skills)
         ),
         arguments=SkillArguments,
+        effects=frozenset({Effect.READ}),
         handler=load,
     )
 

@@ -1,4 +1,4 @@
-"""Printed in chapters 5 and 6: the store, Lucy's shop in one SQLite file that outlives any process.
+"""Printed in chapters 5, 6 and 10: the store, Lucy's shop in one SQLite file outliving any process.
 
 The dict of chapters 1 to 3 lived and died with one process. Here the stock,
 the prices, the deliveries and the saved drafts live in a database file: a
@@ -26,6 +26,7 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.shop import (
     CURRENCY,
     SHOP_TOOL_NAMES,
@@ -40,44 +41,24 @@ from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
 
 __all__ = [
     "APPLICATION_ID",
-    "APPROVALS_V3",
-    "FILE_FAILURES",
     "MIGRATIONS",
-    "MINIMUM_SQLITE",
-    "RESERVATIONS_V2",
-    "RUNS_JOURNAL",
     "SCHEMA_V1",
     "NewerSchema",
     "NotAStore",
     "StoreBusy",
     "StoreError",
-    "at_least_one_tub",
     "build_store_tools",
-    "cancel_reservation",
-    "check_file",
     "collect",
     "expect_delivery",
-    "expected_schema",
-    "first_different_line",
-    "migrate",
-    "move_tubs",
-    "open_for_writing",
     "open_store",
     "read_drafts",
-    "read_only",
     "read_price",
     "read_product",
     "read_products",
-    "read_schema",
     "receive_delivery",
-    "refuse_below_zero",
     "reserve",
     "save_draft",
-    "schema_mismatch",
     "seed_store",
-    "set_price",
-    "store_errors",
-    "store_quote",
     "supersede_stale_draft",
     "transaction",
     "whole_number",
@@ -242,6 +223,37 @@ APPROVALS_V3 = (
     ) STRICT""",
 )
 
+# Migration 4 (chapter 11): each order's purchase at the supplier. The row is
+# written PREPARED, with the operation id sent as the idempotency key, before
+# the request leaves; it becomes CONFIRMED, naming the supplier's order, after
+# the answer; REJECTED, saying why, when the supplier refused the request. One
+# purchase per order, one operation id per purchase, and a supplier's order
+# confirms one purchase only. The store also draws its own random name, once,
+# which every operation id carries: two shops (or one rebuilt from scratch)
+# with an approval 1 each never send one key for two different purchases.
+PURCHASES_V4 = (
+    """CREATE TABLE store_identity (
+        id INTEGER PRIMARY KEY CONSTRAINT one_identity CHECK (id = 1),
+        name TEXT NOT NULL CONSTRAINT identity_length CHECK (length(name) = 32)
+    ) STRICT""",
+    "INSERT INTO store_identity (id, name) VALUES (1, lower(hex(randomblob(16))))",
+    """CREATE TABLE purchases (
+        order_id INTEGER PRIMARY KEY REFERENCES orders (id),
+        operation_id TEXT NOT NULL UNIQUE
+            CONSTRAINT operation_id_length CHECK (length(operation_id) BETWEEN 1 AND 200),
+        status TEXT NOT NULL CONSTRAINT known_purchase_status
+            CHECK (status IN ('PREPARED', 'CONFIRMED', 'REJECTED')),
+        supplier_order_id TEXT UNIQUE,
+        prepared_at INTEGER NOT NULL,
+        settled_at INTEGER,
+        failure TEXT,
+        CONSTRAINT confirmed_names_the_supplier_order
+            CHECK ((status = 'CONFIRMED') = (supplier_order_id IS NOT NULL)),
+        CONSTRAINT rejected_says_why CHECK ((status = 'REJECTED') = (failure IS NOT NULL)),
+        CONSTRAINT settled_when_settled CHECK ((status = 'PREPARED') = (settled_at IS NULL))
+    ) STRICT""",
+)
+
 # The runs journal (chapter 12): every run a worker may take over, and each
 # step it completed, written before the next step begins. A run's lease says
 # which worker holds it and until when (milliseconds since the epoch); its
@@ -295,6 +307,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     SCHEMA_V1,
     RESERVATIONS_V2,
     APPROVALS_V3,
+    PURCHASES_V4,
     RUNS_JOURNAL,
 )
 
@@ -714,18 +727,21 @@ def build_store_tools(
             name="list_stock",
             description="Every product with its stock, its target and the tubs needed.",
             arguments=NoArguments,
+            effects=frozenset({Effect.READ}),
             handler=lambda _: stock_report(read_products(connection)),
         ),
         ExecutableTool(
             name="supplier",
             description="The supplier's quote for one sku, in integer pence.",
             arguments=ProductArguments,
+            effects=frozenset({Effect.READ}),
             handler=lambda args: store_quote(connection, args.sku),
         ),
         ExecutableTool(
             name="draft_order",
             description="Draft (never place) a re-order for exactly the tubs needed.",
             arguments=DraftArguments,
+            effects=frozenset({Effect.WRITE}),
             handler=lambda args: save_draft(connection, args.sku, args.quantity),
         ),
     )

@@ -1,4 +1,4 @@
-"""Printed in chapters 2, 4 and 7: the tool layer, the only door from a model's request to the shop.
+"""Printed in chapters 2, 4, 7 and 10: the tool layer, the door from a model's request to the shop.
 
 A model never runs anything. It sends a request envelope (`ToolCall`); the
 `Dispatcher` decides, in a fixed order of checks, whether that request reaches a
@@ -20,7 +20,12 @@ rest of its run to be scoped so; `attempt` works out against its own
 allowlist what that keeps, removes and asked for in vain (a `Narrowing`), and
 the loop applies it with `scoped`, records it, and tells the trace.
 
-The definitions below are the ones chapter 2 prints, line for line (a test
+Chapter 10 makes each tool say what it can do (`sovereign_agent.effects`):
+`ExecutableTool` gains its effect classes, and chapter 2's `consequential`
+is worked out from them, so every earlier tool, and every earlier chapter,
+behaves as before.
+
+The definitions below are the ones chapters 2 to 10 print, line for line (a test
 compares their syntax trees with the latest learner file that defines them).
 """
 
@@ -34,6 +39,8 @@ from types import MappingProxyType
 from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sovereign_agent.effects import Effect, classes_of_consequential, needs_authority
 
 __all__ = [
     "EXPECTED_FAILURES",
@@ -106,12 +113,14 @@ def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ExecutableTool(Generic[ArgumentsT]):
-    """One tool: what the model is told about it, and the code that really runs.
+    """One tool: what the model is told about it, what it can do, and the code that really runs.
 
-    Generic over its argument model, so a type checker sees that the handler
-    receives exactly what the dispatcher validated. Frozen, so that ordinary
-    assignment cannot re-point a registered tool at another handler, or make it
-    non-consequential; it is a guard against mistakes, not a wall against code
+    `effects` are its effect classes, the primary fact; `consequential`,
+    chapter 2's boolean, is worked out from them. A tool that declares no
+    classes is read by its boolean, exactly as `classes_of_consequential`
+    says, and `effect_classes` names what that stands for. Frozen, so that
+    ordinary assignment cannot re-point a registered tool at another handler,
+    or take a class away; a guard against mistakes, not a wall against code
     that sets out to break it.
     """
 
@@ -120,6 +129,32 @@ class ExecutableTool(Generic[ArgumentsT]):
     arguments: type[ArgumentsT]
     handler: Callable[[ArgumentsT], Any]
     consequential: bool = False
+    effects: frozenset[Effect] = frozenset()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.effects, frozenset):
+            # A string would be read as its letters, a list could change later:
+            # refused, as Narrow refuses them.
+            raise TypeError(
+                f"{self.name}: effects must be a frozenset, not {type(self.effects).__name__}"
+            )
+        # Effect("spend") raises ValueError naming the bad class: a typo is loud.
+        declared = frozenset(Effect(effect) for effect in self.effects)
+        object.__setattr__(self, "effects", declared)
+        if not declared:
+            return
+        if self.consequential and not needs_authority(declared):
+            # Two declarations that disagree: which one would the dispatcher obey?
+            classes = ", ".join(sorted(declared))
+            raise ValueError(
+                f"{self.name}: consequential, but its classes ({classes}) need no authority"
+            )
+        object.__setattr__(self, "consequential", needs_authority(declared))
+
+    @property
+    def effect_classes(self) -> frozenset[Effect]:
+        """What a call can do: the declared classes, or what chapter 2's boolean stands for."""
+        return self.effects or classes_of_consequential(self.consequential)
 
     def schema(self) -> dict[str, Any]:
         """The function schema a model sees; derived from the argument model so it cannot drift."""

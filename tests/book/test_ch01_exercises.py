@@ -16,8 +16,9 @@ from committed import EXERCISES
 from grading import Graded, grade_batch
 
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SOLUTION = (ROOT / "solutions" / "book01" / "morning_brief.py").read_text(encoding="utf-8")
 STARTER = (EXERCISES / "book01" / "morning_brief.py").read_text(encoding="utf-8")
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from verifying import verify
 
-ROOT = Path(__file__).resolve().parents[2]
+from bookproof.layout import REPO_ROOT
+
+ROOT = REPO_ROOT
 CHAPTER = ROOT / "book/textbook/ch02_reliable_shop_tools.md"
 
 

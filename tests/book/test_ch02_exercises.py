@@ -18,8 +18,9 @@ from committed import EXERCISES
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SOLUTIONS = ROOT / "solutions" / "book02"
 SOLUTION = (SOLUTIONS / "shop_tools.py").read_text(encoding="utf-8")
 STARTER = (EXERCISES / "book02" / "shop_tools.py").read_text(encoding="utf-8")

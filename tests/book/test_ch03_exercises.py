@@ -14,9 +14,10 @@ import pytest
 from committed import EXERCISES
 from grading import Graded, grade_batch
 
+from bookproof.layout import REPO_ROOT
 from bookproof.notebooks.build import notebook_json
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = EXERCISES / "book03"
 SOLUTION = (ROOT / "solutions" / "book03" / "agent_loop.py").read_text(encoding="utf-8")
 STARTER = (BOOK / "agent_loop.py").read_text(encoding="utf-8")

@@ -10,7 +10,9 @@ from pathlib import Path
 from chapter_files import checkpoint_output, run_checkpoint
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
 
-ROOT = Path(__file__).resolve().parents[2]
+from bookproof.layout import REPO_ROOT
+
+ROOT = REPO_ROOT
 TEXTBOOK = ROOT / "book/textbook"
 CHAPTER = TEXTBOOK / "ch04_traces_and_evaluation.md"
 CHECKPOINT = (

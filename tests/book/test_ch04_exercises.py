@@ -20,8 +20,9 @@ from grading import Graded, edited, grade_batch
 
 from bookproof.grade.book import BASELINE
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 STARTER_DIR = EXERCISES / "book04"
 SOLUTION_DIR = ROOT / "solutions" / "book04"
 BOOK = load_book(4)

@@ -16,8 +16,9 @@ from exercise_books import hand_in as hand_in_module
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = EXERCISES / "book05"
 SOLUTIONS = ROOT / "solutions" / "book05"
 SOLUTION = (SOLUTIONS / "shop_store.py").read_text(encoding="utf-8")
@@ -316,7 +317,9 @@ def test_the_grader_door_answers_in_plain_json_over_real_files(tmp_path: Path) -
                 "UNIQUE constraint failed: drafts.sku",
                 "cancelled: 2 SKU-STRAWBERRY CANCELLED",
                 "no open draft for SKU-CHOCOLATE",
-                "  2 SKU-STRAWBERRY 4 1100 CANCELLED",
+                # Money as the book prints it: never a bare 1100.
+                "  1 SKU-VANILLA 6 1,500 pence SUPERSEDED",
+                "  2 SKU-STRAWBERRY 4 1,100 pence CANCELLED",
             ],
         ),
     ],

@@ -16,9 +16,10 @@ from exercise_books import check_cell_lines, run_in
 from exercise_books import hand_in as hand_in_module
 from grading import Graded, grade_batch
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.store import MIGRATIONS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = EXERCISES / "book06"
 SOLUTIONS = ROOT / "solutions" / "book06"
 SOLUTION = (SOLUTIONS / "reservations.py").read_text(encoding="utf-8")

@@ -19,8 +19,9 @@ from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_c
 
 import sovereign_agent.shop
 import sovereign_agent.store
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 TEXTBOOK = ROOT / "book/textbook"
 CHAPTER = TEXTBOOK / "ch06_reservations_and_deliveries.md"
 CHECKPOINT = (
@@ -31,11 +32,11 @@ CHAPTER_5_LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch05_persistent_
 STORE = Path(sovereign_agent.store.__file__)
 SHOP = Path(sovereign_agent.shop.__file__)
 
-# Chapter 10 appends migration 3 (its approvals) to the store, and chapter 12
-# its runs journal. Until a drafted chapter's learner file prints them, the
-# runtime's MIGRATIONS is chapter 6's with exactly these appended, in this
-# order, and nothing else.
-LATER_MIGRATIONS = ("APPROVALS_V3", "RUNS_JOURNAL")
+# Chapter 10 appends migration 3 (its approvals) to the store, chapter 11
+# migration 4 (its purchases), and chapter 12 its runs journal. Until a drafted
+# chapter's learner file prints them, the runtime's MIGRATIONS is chapter 6's
+# with exactly these appended, in this order, and nothing else.
+LATER_MIGRATIONS = ("APPROVALS_V3", "PURCHASES_V4", "RUNS_JOURNAL")
 
 # The facts the chapter promises, written out independently of the code.
 FACTS = (

@@ -22,8 +22,9 @@ from bookproof.grade.intake import copy_submission
 from bookproof.grade.questions import call
 from bookproof.grade.sandbox import Isolation, Limits
 from bookproof.grade.session import Session
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = EXERCISES / "book07"
 SOLUTIONS = ROOT / "solutions" / "book07"
 SOLUTION = (SOLUTIONS / "skill_tools.py").read_text(encoding="utf-8")

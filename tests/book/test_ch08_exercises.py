@@ -17,8 +17,9 @@ from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
 from grading import LEAK_HUNT, Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = EXERCISES / "book08"
 SOLUTIONS = ROOT / "solutions" / "book08"
 SOLUTION = (SOLUTIONS / "document_tools.py").read_text(encoding="utf-8")
@@ -65,6 +66,7 @@ UNIT_C = {
     "ex3_narrows_whatever_it_lists",
     "ex3_refuses_what_chapter_8_refuses",
 }
+UNIT_D = {"ex4_refunds_once", "ex4_no_refund_after_outside_text"}
 HANDLES_BEHAVIOUR = {
     "ex2_open_gives_handles",
     "ex2_text_reaches_lucy_only",
@@ -139,6 +141,29 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
         ],
         {"ex3_narrows_whatever_it_lists"},
     ),
+    # Checking the amount but not whether the sale was paid back already.
+    "refund_pays_twice": (
+        [
+            (
+                '        if any(paid["sale"] == arguments.sale for paid in refunds):\n'
+                '            raise ValueError(f"{arguments.sale} was refunded already")\n',
+                "",
+            )
+        ],
+        {"ex4_refunds_once", "ex4_no_refund_after_outside_text"},
+    ),
+    # "The note says Lucy approved it": a refund kept beside outside text.
+    "refund_kept_after_reading": (
+        [
+            (
+                "KEPT_AFTER_READING = READS_ONLY | "
+                "{LIST_DOCUMENTS, OPEN_DOCUMENT, READ_VENDOR_SKILL}",
+                "KEPT_AFTER_READING = READS_ONLY | {\n"
+                "    LIST_DOCUMENTS, OPEN_DOCUMENT, READ_VENDOR_SKILL, REFUND_CUSTOMER\n}",
+            )
+        ],
+        {"ex4_no_refund_after_outside_text"},
+    ),
 }
 
 
@@ -206,7 +231,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:
     # The ids are the gradebook's columns: written out here, a renamed one is seen.
-    assert {check.id for check in load_book(8).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B | UNIT_C
+    assert {check.id for check in load_book(8).checks} == (
+        CHAPTER_CHECKS | UNIT_A | UNIT_B | UNIT_C | UNIT_D
+    )
 
 
 def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(
@@ -215,7 +242,7 @@ def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(
     starter = report["starter"]
     assert starter.baseline == (6, 6)
     assert starter.exercises[0] == 0
-    assert starter.failed == UNIT_A | UNIT_B | UNIT_C
+    assert starter.failed == UNIT_A | UNIT_B | UNIT_C | UNIT_D
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -328,6 +355,15 @@ def test_the_grader_door_answers_in_plain_json_over_real_folders(tmp_path: Path)
                 "['untrusted:']",
                 "[{'error': 'tool_failed', 'ok': False}] []",
                 "secret shown: False",
+            ],
+        ),
+        (
+            "unit_d",
+            [
+                "['ok', 'tool_failed', 'tool_failed', 'tool_failed'] "
+                "[{'sale': 'S-2040', 'pence': 500}]",
+                "read: ['ok', 'tool_not_allowed'] []",
+                "by handle: ['ok', 'ok', 'ok'] [{'sale': 'S-2041', 'pence': 750}]",
             ],
         ),
     ],

@@ -47,7 +47,11 @@ WITHOUT_YAML = "import sys; sys.modules['yaml'] = None\n"
 def test_the_runtime_documents_module_is_the_one_the_chapter_teaches() -> None:
     runtime, learner = definitions(RUNTIME), definitions(LEARNER)
     assert set(runtime) == set(learner) - SKILL_DEFINITIONS
-    for name in runtime:
+    # Chapter 10 works the read's rule out from effect classes, in its own
+    # build_document_tools; the runtime holds that one (test_runtime_grows_...).
+    later = set(definitions(parts(10).learner))
+    assert {"build_document_tools", "read_document_tool"} <= later
+    for name in set(runtime) - later:
         assert runtime[name] == learner[name], f"{name} differs from the learner file"
     taught = {k: v for k, v in constants(LEARNER).items() if k not in SKILL_CONSTANTS}
     assert constants(RUNTIME) == taught
@@ -55,7 +59,10 @@ def test_the_runtime_documents_module_is_the_one_the_chapter_teaches() -> None:
 
 def test_the_runtime_skills_module_holds_what_section_8_12_redefines() -> None:
     runtime, learner = definitions(SKILLS_RUNTIME), definitions(LEARNER)
-    for name in SKILL_DEFINITIONS:
+    # Chapter 10 gives load_skill_tool its effect classes; the runtime holds that one.
+    later = set(definitions(parts(10).learner))
+    assert "load_skill_tool" in later
+    for name in SKILL_DEFINITIONS - later:
         assert runtime[name] == learner[name], f"{name} differs from the learner file"
     runtime_constants, taught = constants(SKILLS_RUNTIME), constants(LEARNER)
     # SHOP_OWN and OUTSIDE are annotated, and held by the tests of their values.
@@ -63,9 +70,10 @@ def test_the_runtime_skills_module_holds_what_section_8_12_redefines() -> None:
         assert runtime_constants[name] == taught[name], name
 
 
-def test_the_runtime_exports_every_public_name_it_defines() -> None:
+def test_the_runtime_exports_only_public_names_it_defines() -> None:
+    # Which of them are exported is held by tests/test_public_names.py.
     public = {n for n in set(definitions(RUNTIME)) | set(constants(RUNTIME)) if n[0] != "_"}
-    assert set(sovereign_agent.documents.__all__) == public
+    assert set(sovereign_agent.documents.__all__) <= public
 
 
 def test_importing_the_learner_file_prints_nothing(tmp_path: Path) -> None:

@@ -20,8 +20,9 @@ from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = EXERCISES / "book09"
 SOLUTIONS = ROOT / "solutions" / "book09"
 SOLUTION = (SOLUTIONS / "remote_tools.py").read_text(encoding="utf-8")

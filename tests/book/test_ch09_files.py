@@ -22,8 +22,9 @@ from verifying import verify
 
 import sovereign_agent.mcp.remote
 import sovereign_agent.mcp.supplier
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 TEXTBOOK = ROOT / "book/textbook"
 CHAPTER = TEXTBOOK / "ch09_remote_tool_servers.md"
 CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch09_remote_tool_servers_checkpoint.py"

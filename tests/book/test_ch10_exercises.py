@@ -20,8 +20,9 @@ from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = EXERCISES / "book10"
 SOLUTIONS = ROOT / "solutions" / "book10"
 SOLUTION = (SOLUTIONS / "approval_rules.py").read_text(encoding="utf-8")
@@ -47,6 +48,8 @@ UNIT_B = {
     "ex2_tests_catch_pending_revoked",
     "ex2_tests_catch_nothing_revoked",
 }
+# Exercise 3, at the end of Unit B: hold_tubs declared by its effect classes.
+HOLDS = {"ex3_hold_runs_without_approval", "ex3_hold_is_a_write"}
 # A check locked behind a failing one is not earned either: it fails with it.
 CAP_BEHAVIOUR = {"ex1_over_cap_refused", "ex1_cap_is_inclusive_and_own", "ex1_no_is_never_capped"}
 RELEASE_BEHAVIOUR = {"ex2_release_frees_money", "ex2_release_only_what_is_held"}
@@ -86,6 +89,31 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
     ),
 }
 
+MISTAKES.update(
+    {
+        # Declared a read: it runs without an approval, and would survive a read of a note.
+        "hold_declared_read": (
+            [
+                (
+                    "        effects=frozenset({Effect.WRITE}),",
+                    "        effects=frozenset({Effect.READ}),",
+                )
+            ],
+            {"ex3_hold_is_a_write"},
+        ),
+        # Declared able to spend: the approval authority meets it, and refuses it unpriced.
+        "hold_declared_money": (
+            [
+                (
+                    "        effects=frozenset({Effect.WRITE}),",
+                    "        effects=frozenset({Effect.WRITE, Effect.MONEY}),",
+                )
+            ],
+            HOLDS,
+        ),
+    }
+)
+
 # Tests that call the door and assert nothing: they pass everywhere, so they catch nothing.
 SILENT_TESTS = {
     "test_book10_caps.py": (
@@ -117,7 +145,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:
     # The ids are the gradebook's columns: written out here, a renamed one is seen.
-    assert {check.id for check in load_book(10).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert {check.id for check in load_book(10).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B | HOLDS
 
 
 def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
@@ -126,7 +154,7 @@ def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
     starter = report["starter"]
     assert starter.baseline == (4, 4)
     assert starter.exercises[0] == 0
-    assert starter.failed == UNIT_A | UNIT_B
+    assert starter.failed == UNIT_A | UNIT_B | HOLDS
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -203,6 +231,21 @@ def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
         {"reserved": 0, "spent": 2250, "left": 2750},
         [["SKU-VANILLA", 9, 1]],
     ]
+    held = rules.hold_file(path, "hold", "SKU-CHOCOLATE", 4)
+    classes = rules.classes_file(path)
+    assert json.loads(json.dumps([held, classes])) == [held, classes]
+    # Friday reserved 2 chocolate; the two approvals above are the only ones.
+    assert held == {"stop": "final_answer", "reserved": 6, "approvals": 2}
+    assert classes == {
+        "classes": {
+            "list_stock": ["read"],
+            "supplier": ["read"],
+            "draft_order": ["write"],
+            "place_order": ["money", "write"],
+            "hold_tubs": ["write"],
+        },
+        "kept": ["list_stock", "supplier"],
+    }
 
 
 @pytest.mark.parametrize(
@@ -216,6 +259,8 @@ def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
                 "['USED', 'REVOKED', 'PENDING']",
                 "{'reserved': 0, 'spent': 2250, 'left': 2750}",
                 "released: []",
+                "{'stop': 'final_answer', 'reserved': 5, 'approvals': 0}",
+                "['write']",
             ],
         ),
     ],

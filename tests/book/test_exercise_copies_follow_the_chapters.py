@@ -80,6 +80,24 @@ CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
         "exercises": frozenset(),
         "solutions": frozenset(),
     },
+    11: {
+        # Both exercises add functions beside the chapter's desk and Friday
+        # (purchase_report, reconcile); none of the chapter's code changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
+    13: {
+        # The exercises add functions beside the chapter's code (and the
+        # grader's door); none of the chapter's definitions changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
+    14: {
+        # Both exercises add functions beside the chapter's program and model
+        # steps (weekday_program, read_answer); none of the chapter's code changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
 }
 
 

@@ -19,8 +19,9 @@ from bookproof.grade.child.encoding import FrameError, decode_json, make_encoder
 from bookproof.grade.questions import Answer, same
 from bookproof.grade.runner import _HandIn, _run_trial, prepare
 from bookproof.grade.session import OUTCOMES, _answer
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 encode = make_encoder()
 
 plain = st.recursive(

@@ -22,8 +22,9 @@ from bookproof.grade.book import VISIBILITIES
 from bookproof.grade.books import BookError, load_book
 from bookproof.grade.cli import submission_names
 from bookproof.grade.session import OUTCOMES
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "scripts" / "grade_exercises.py"
 SOLUTION = ROOT / "solutions" / "book02"
 # The first line of a batch that started grading names the book.
@@ -31,9 +32,10 @@ BOOK_TITLE = load_book(2).title
 
 
 def _grade(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    # Process isolation: these tests are about the command, not the sandbox.
+    # Process isolation: these tests are about the command, not the sandbox;
+    # the submissions are ours, so running them as root is accepted.
     return subprocess.run(
-        [sys.executable, str(SCRIPT), "--isolation", "process", *args],
+        [sys.executable, str(SCRIPT), "--isolation", "process", "--run-submissions-as-root", *args],
         capture_output=True,
         text=True,
         cwd=cwd,
@@ -215,7 +217,16 @@ def test_without_bubblewrap_the_grader_refuses_unless_told_to_accept_less(tmp_pa
     assert "refusing to grade: bubblewrap is not installed" in refused.stderr
     assert "--isolation process" in refused.stderr
     accepted = subprocess.run(
-        [sys.executable, str(SCRIPT), "--book", "2", "--isolation", "process", str(SOLUTION)],
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--book",
+            "2",
+            "--isolation",
+            "process",
+            "--run-submissions-as-root",
+            str(SOLUTION),
+        ],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -225,6 +236,29 @@ def test_without_bubblewrap_the_grader_refuses_unless_told_to_accept_less(tmp_pa
     )
     assert accepted.returncode == 0, accepted.stderr
     assert "process only" in accepted.stderr
+
+
+@pytest.mark.parametrize("isolation", ["bubblewrap", "unprivileged"])
+def test_accepting_root_goes_only_with_process_mode(tmp_path: Path, isolation: str) -> None:
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--book",
+            "2",
+            "--isolation",
+            isolation,
+            "--run-submissions-as-root",
+            str(SOLUTION),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+        check=False,
+    )
+    assert completed.returncode == 2
+    assert "--run-submissions-as-root goes only with --isolation process" in completed.stderr
 
 
 def test_an_interrupted_grader_writes_no_report_and_leaves_no_process(tmp_path: Path) -> None:
@@ -238,6 +272,7 @@ def test_an_interrupted_grader_writes_no_report_and_leaves_no_process(tmp_path: 
             str(SCRIPT),
             "--isolation",
             "process",
+            "--run-submissions-as-root",
             "--book",
             "2",
             "-j",

@@ -26,8 +26,9 @@ from bookproof.grade.report import REPORT_MODE, write_atomically, write_csv
 from bookproof.grade.roster import RosterError, parse_roster, read_roster
 from bookproof.grade.runner import CheckOutcome, SubmissionReport
 from bookproof.grade.sandbox import Isolation
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "scripts" / "grade_exercises.py"
 SOLUTION = ROOT / "solutions" / "book02"
 STARTER = EXERCISES / "book02"
@@ -39,7 +40,16 @@ def _grade(*args: str, cwd: Path, umask: int | None = None) -> subprocess.Comple
             os.umask(umask)
 
     return subprocess.run(
-        [sys.executable, str(SCRIPT), "--isolation", "process", "--book", "2", *args],
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--isolation",
+            "process",
+            "--run-submissions-as-root",
+            "--book",
+            "2",
+            *args,
+        ],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -31,8 +31,9 @@ from bookproof.grade.gradescope import (
     unpack,
 )
 from bookproof.grade.sandbox import unprivileged_problem
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SOLUTIONS = ROOT / "solutions" / "book02"
 BOOK = load_book(2)
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
@@ -103,7 +104,14 @@ def _grade(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_gradescope_results_have_the_documented_shape_and_the_grade(tmp_path: Path) -> None:
     completed = _grade(
-        "--book", "2", "--isolation", "process", "--gradescope", str(tmp_path), str(SOLUTIONS)
+        "--book",
+        "2",
+        "--isolation",
+        "process",
+        "--run-submissions-as-root",
+        "--gradescope",
+        str(tmp_path),
+        str(SOLUTIONS),
     )
     assert completed.returncode == 0, completed.stderr
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
@@ -118,7 +126,14 @@ def test_gradescope_results_have_the_documented_shape_and_the_grade(tmp_path: Pa
 def test_gradescope_results_say_what_failed_and_where_to_read(tmp_path: Path) -> None:
     starter = EXERCISES / "book02"
     completed = _grade(
-        "--book", "2", "--isolation", "process", "--gradescope", str(tmp_path), str(starter)
+        "--book",
+        "2",
+        "--isolation",
+        "process",
+        "--run-submissions-as-root",
+        "--gradescope",
+        str(tmp_path),
+        str(starter),
     )
     assert completed.returncode == 0, completed.stderr
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
@@ -238,7 +253,14 @@ def test_each_check_carries_its_declared_visibility_and_a_locked_check_no_colour
 ) -> None:
     starter = EXERCISES / "book02"
     completed = _grade(
-        "--book", "2", "--isolation", "process", "--gradescope", str(tmp_path), str(starter)
+        "--book",
+        "2",
+        "--isolation",
+        "process",
+        "--run-submissions-as-root",
+        "--gradescope",
+        str(tmp_path),
+        str(starter),
     )
     assert completed.returncode == 0, completed.stderr
     results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))

@@ -34,8 +34,9 @@ from container_sandbox import PYTHON_HOME, run_in_container
 from bookproof.grade.book import BASELINE
 from bookproof.grade.books import load_book
 from bookproof.grade.gradescope import build_autograder
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BOOK = load_book(2)
 REFERENCE = {
     "shop_tools.py": ROOT / "solutions" / "book02" / "shop_tools.py",
@@ -222,3 +223,52 @@ def test_process_mode_run_by_root_runs_a_writer_as_nobody_and_finishes(autograde
     assert "unprivileged user 65534" in completed.stderr
     assert f"{STARTER_SCORE}/{BOOK.max_points}" in completed.stderr
     assert _planted(autograder) == []
+
+
+def _process_mode_as_root(autograder: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """The instructor's own command, process mode run by root, where nobody cannot start Python."""
+    return run_in_container(
+        [
+            "/autograder/source/.venv/bin/python",
+            "/autograder/source/scripts/grade_exercises.py",
+            "--book",
+            "2",
+            "--isolation",
+            "process",
+            *flags,
+            "/autograder/submission",
+        ],
+        binds={"/autograder": autograder},
+        env={"HOME": "/root"},
+        timeout=600,
+        python_for_all=False,
+    )
+
+
+def test_process_mode_as_root_refuses_where_nobody_cannot_start_python(autograder: Path) -> None:
+    # The Python under a 0700 /root: the switch to nobody cannot be made. The
+    # grader used to run the writer as root here, planting files every later
+    # run would import; now it refuses before any submission runs.
+    thief = THIEF + STARTER["shop_tools.py"].read_text(encoding="utf-8")
+    _run(autograder, {"shop_tools.py": thief})  # lays out the submission folder
+    try:
+        refused = _process_mode_as_root(autograder)
+        planted_when_refused = _planted(autograder)
+        accepted = _process_mode_as_root(autograder, "--run-submissions-as-root")
+        planted_when_accepted = _planted(autograder)
+    finally:
+        for path in _planted(autograder):
+            path.unlink()
+    assert refused.returncode == 3, refused.stderr
+    lines = refused.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("grade-exercises: refusing to grade: user 65534 cannot start")
+    assert "would run each submission as root" in lines[0]
+    assert "--run-submissions-as-root" in lines[0]
+    assert planted_when_refused == []
+    # Accepted explicitly, the submission runs as root: the first line says so,
+    # the writes go through, and the batch refuses to finish (exit 4).
+    assert "process only, as root" in accepted.stderr
+    assert planted_when_accepted != []
+    assert accepted.returncode == 4, accepted.stderr
+    assert "changed while grading" in accepted.stderr

@@ -31,8 +31,9 @@ from committed import EXERCISES
 from system_components import require_executable
 
 from bookproof.grade.books import load_book
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SOLUTIONS = ROOT / "solutions" / "book02"
 SOLUTION = (SOLUTIONS / "shop_tools.py").read_text(encoding="utf-8")
 STARTER = (EXERCISES / "book02" / "shop_tools.py").read_text(encoding="utf-8")
@@ -114,6 +115,14 @@ THIEVES: dict[str, str] = {
                     _become(_mem.read(1_000_000))
             except (OSError, ValueError, OverflowError):
                 pass
+    """,
+    # The instructor's home, where a course's reference copy is kept: by the
+    # path a learner would guess, and by the home the child itself is given.
+    "steals_from_home": """
+        import os
+        for _home in ({home!r}, os.path.expanduser("~"), os.environ.get("HOME", "/")):
+            if _become(_read(os.path.join(_home, "course", "book02", "shop_tools.py"))):
+                break
     """,
     # The grader's environment: the instructor's keys are planted there.
     "steals_environment": """
@@ -460,15 +469,25 @@ def _folder(base: Path, name: str, files: dict[str, str]) -> Path:
     return folder
 
 
+def _instructor_home(base: Path) -> Path:
+    """A home for the grader's user, holding the course's reference copy."""
+    home = base / "instructor_home"
+    (home / "course" / "book02").mkdir(parents=True)
+    (home / "course" / "book02" / "shop_tools.py").write_text(SOLUTION, encoding="utf-8")
+    return home
+
+
 @pytest.fixture(scope="module")
 def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     require_executable("bwrap", install="sudo apt-get install bubblewrap")
     base = tmp_path_factory.mktemp("hostile")
     report, gradebook = base / "report.json", base / "gradebook.csv"
     classmate = base / "honest"
+    home = _instructor_home(base)
     places = {
         "solutions": str(SOLUTIONS),
         "classmate": str(classmate),
+        "home": str(home),
         "source": str(ROOT / "src" / "bookproof"),
         "report": str(report),
         "gradebook": str(gradebook),
@@ -548,7 +567,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     }
     before = {name: _tree_digest(path) for name, path in watched.items()}
     own_before = {folder.name: _tree_digest(folder) for folder in folders if folder.is_dir()}
-    env = {**os.environ, "BOOKPROOF_PLANTED": SECRET, "OPENAI_API_KEY": SECRET}
+    env = {**os.environ, "BOOKPROOF_PLANTED": SECRET, "OPENAI_API_KEY": SECRET, "HOME": str(home)}
     started = time.monotonic()
     completed = subprocess.run(
         [
@@ -638,16 +657,18 @@ def test_the_same_thieves_succeed_without_the_sandbox(tmp_path: Path) -> None:
     # Proof that the thieves above are real attacks: in process-only mode
     # the files they look for are there, and they take the reference's marks.
     honest = _folder(tmp_path, "honest", {"shop_tools.py": SOLUTION})
+    home = _instructor_home(tmp_path)
     places = {
         "solutions": str(SOLUTIONS),
         "classmate": str(honest),
+        "home": str(home),
         "marker_head": MARKER[:8],
         "marker_tail": MARKER[8:],
     }
     steal = _code(STEAL, **places)
     folders = [
         _folder(tmp_path, name, {"shop_tools.py": STARTER + steal + _code(THIEVES[name], **places)})
-        for name in ("steals_solutions", "steals_classmate")
+        for name in ("steals_solutions", "steals_classmate", "steals_from_home")
     ]
     out = tmp_path / "report.json"
     completed = subprocess.run(
@@ -658,17 +679,23 @@ def test_the_same_thieves_succeed_without_the_sandbox(tmp_path: Path) -> None:
             "2",
             "--isolation",
             "process",
+            # Where nobody cannot start Python, the thieves run as root: the
+            # weakest mode there is, accepted here to show the attacks work.
+            "--run-submissions-as-root",
             "--json",
             str(out),
             *map(str, folders),
         ],
         capture_output=True,
         text=True,
+        env={**os.environ, "HOME": str(home)},
         timeout=300,
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    for entry in json.loads(out.read_text(encoding="utf-8"))["submissions"]:
+    entries = json.loads(out.read_text(encoding="utf-8"))["submissions"]
+    assert len(entries) == 3
+    for entry in entries:
         assert _points(entry, "exercise") > 0, entry["submission"]
 
 

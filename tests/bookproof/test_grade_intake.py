@@ -25,8 +25,9 @@ from bookproof.grade.books import load_book
 from bookproof.grade.child.encoding import decode_json
 from bookproof.grade.intake import copy_submission, printable
 from bookproof.grade.oracle import implementation, in_folder, load_reference, serve
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 
 
 @given(st.text())

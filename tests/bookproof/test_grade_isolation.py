@@ -22,10 +22,17 @@ from system_components import require_executable
 import bookproof
 from bookproof.grade.intake import copy_submission
 from bookproof.grade.questions import call
-from bookproof.grade.sandbox import Isolation, Limits
+from bookproof.grade.sandbox import (
+    Isolation,
+    IsolationFailed,
+    Limits,
+    root_children_accepted,
+    unprivileged_problem,
+)
 from bookproof.grade.session import Session
+from bookproof.layout import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SECRET = "secret-token-isolation-3b9e"
 
 SPY = textwrap.dedent(
@@ -238,9 +245,9 @@ def listening_port() -> Iterator[int]:
 def test_it_reaches_no_network(spy_copy: Path, bubblewrap: Isolation, listening_port: int) -> None:
     # The same probe connects from an unsandboxed process: a refusal below is
     # the sandbox's doing, not a port nobody listens on.
-    assert _ask(spy_copy, Isolation.PROCESS, ("connect", ("127.0.0.1", listening_port))) == [
-        "connected"
-    ]
+    with root_children_accepted():
+        connected = _ask(spy_copy, Isolation.PROCESS, ("connect", ("127.0.0.1", listening_port)))
+    assert connected == ["connected"]
     answers = _ask(
         spy_copy,
         bubblewrap,
@@ -266,10 +273,24 @@ def test_it_inherits_only_the_standard_streams_and_the_two_pipes(
 def test_process_mode_still_fixes_the_environment_and_forbids_new_processes(
     spy_copy: Path, planted_secret: str
 ) -> None:
-    env, forked = _ask(spy_copy, Isolation.PROCESS, ("env", ()), ("fork", ()))
+    with root_children_accepted():
+        env, forked = _ask(spy_copy, Isolation.PROCESS, ("env", ()), ("fork", ()))
     assert planted_secret not in repr(env)
     if sys.platform == "linux":
         assert forked == "EPERM"
+
+
+def test_process_mode_as_root_starts_no_submission_as_root_unless_accepted(
+    spy_copy: Path,
+) -> None:
+    # The grader's own refusal, below the command: a caller that asks for
+    # process mode as root, where nobody cannot start Python, gets no child.
+    if os.geteuid() != 0 or unprivileged_problem() is None:
+        pytest.skip("needs root where the user nobody cannot start this interpreter")
+    with pytest.raises(IsolationFailed, match="running a submission as root was not accepted"):
+        _ask(spy_copy, Isolation.PROCESS, ("where", ()))
+    with root_children_accepted():
+        assert _ask(spy_copy, Isolation.PROCESS, ("where", ()))
 
 
 def test_grading_never_imports_a_submission_into_the_grader(

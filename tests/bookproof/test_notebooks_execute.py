@@ -16,9 +16,10 @@ import nbformat
 import pytest
 from committed import EXERCISES
 
+from bookproof.layout import REPO_ROOT
 from bookproof.notebooks.build import EXERCISE_TAG
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 NOTEBOOKS = sorted((EXERCISES).glob("book[0-9][0-9]/unit_*.ipynb"))
 
 

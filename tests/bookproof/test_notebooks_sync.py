@@ -13,10 +13,11 @@ from committed import EXERCISES
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bookproof.layout import REPO_ROOT
 from bookproof.notebooks.build import EXERCISE_MARKER, EXERCISE_TAG, notebook_json, plan_cells
 from bookproof.notebooks.sync import pending, plans
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SCRIPT = ROOT / "scripts" / "sync_notebooks.py"
 
 

@@ -9,7 +9,9 @@ from pathlib import Path
 
 from bs4 import BeautifulSoup, Tag
 
-REPO = Path(__file__).resolve().parents[2]
+from bookproof.layout import REPO_ROOT
+
+REPO = REPO_ROOT
 BUILD_SCRIPT = REPO / "scripts" / "build_site.py"
 FIXTURE_BOOK = Path(__file__).resolve().parent / "fixture_book"
 CHAPTER_1 = Path("book/textbook/ch01_counting_tubs.md")

@@ -9,9 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bookproof.layout import REPO_ROOT
 from bookproof.site.vocabulary import Term, VocabularyError, parse_vocabulary, read_vocabulary
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = REPO_ROOT
 
 
 def vocabulary(items: str) -> str:

@@ -24,7 +24,9 @@ from pathlib import Path
 
 from durable_morning import ANSWER, CALLS, morning_store, read_log
 
-ROOT = Path(__file__).resolve().parents[2]
+from bookproof.layout import REPO_ROOT
+
+ROOT = REPO_ROOT
 TESTS = ROOT / "tests"
 SCRIPT = ROOT / "scripts/dbos_worker.py"
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from strength import examples
 
 import sovereign_agent.documents as documents
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.documents import (
     MAX_DOCUMENT_BYTES,
     MAX_DOCUMENT_NAME,
@@ -28,7 +29,7 @@ from sovereign_agent.documents import (
 )
 from sovereign_agent.tools import Dispatcher, ToolCall
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 DOCUMENTS = ROOT / "book/textbook/documents"
 SHOP = {"products": [{"sku": "SKU-VANILLA", "name": "Vanilla", "on_hand": 2, "reorder_point": 8}]}
 

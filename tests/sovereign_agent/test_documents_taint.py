@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strength import examples
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.documents import READ_DOCUMENT, READS_ONLY, build_document_tools
 from sovereign_agent.loop import RunRecord, StopReason, run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
@@ -32,7 +33,7 @@ from sovereign_agent.shop import DraftArguments
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
 from sovereign_agent.trace import JsonLinesFile, Recorder
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 DOCUMENTS = ROOT / "book/textbook/documents"
 SHOP = {
     "products": [

@@ -14,19 +14,17 @@ import pytest
 from morning_plan import ROOT, SHOP, TASK, ask, turn
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
 
-from sovereign_agent.evaluate import (
+from sovereign_agent.evaluate import SuiteError, calls_of, load_suite, run_suite
+from sovereign_agent.evaluate.metrics import (
+    NO_FIT,
+    UNREADABLE,
     Call,
-    SuiteError,
-    calls_of,
-    choose_tool,
-    described,
     invalid_choices,
-    load_suite,
     recoveries,
-    run_suite,
     shaped_for,
 )
-from sovereign_agent.evaluate.metrics import NO_FIT, UNREADABLE
+from sovereign_agent.evaluate.sloppy import choose_tool
+from sovereign_agent.evaluate.variants import described
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel

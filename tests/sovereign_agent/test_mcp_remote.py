@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.loop import run_task
 from sovereign_agent.mcp.remote import (
     Declared,
@@ -34,7 +35,7 @@ from sovereign_agent.tools import Dispatcher, ToolCall
 from sovereign_agent.toolsets import SourcedTools
 from sovereign_agent.trace.recorder import Recorder
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SUPPLIER = [sys.executable, str(ROOT / "book/textbook/servers/supplier_mcp.py")]
 HOSTILE = str(Path(__file__).with_name("mcp_servers") / "hostile.py")
 DECLARED = (Declared("check_availability", Availability, "Tubs the supplier can deliver."),)

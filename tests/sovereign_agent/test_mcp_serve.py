@@ -22,11 +22,12 @@ from mcp import Client, ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from shop_store import seeded_store
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.mcp.serve import build_server
 from sovereign_agent.shop import NoArguments
 from sovereign_agent.tools import Dispatcher, ExecutableTool
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 
 
 def serve(store: Path, *extra: str) -> StdioServerParameters:

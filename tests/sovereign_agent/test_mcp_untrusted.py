@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import runpy
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -19,11 +18,12 @@ from hypothesis import strategies as st
 from mcp import Client, types
 from strength import examples
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.mcp.remote import RemoteFailure, _value_of
 from sovereign_agent.mcp.serve import build_server
 from sovereign_agent.shop import build_tools
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SHOP = runpy.run_path(
     str(
         ROOT

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 from shop_store import contents, python_child, run_python, start_together
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.store import (
     APPROVALS_V3,
     MIGRATIONS,
+    PURCHASES_V4,
     RESERVATIONS_V2,
     SCHEMA_V1,
     open_store,
@@ -27,7 +29,7 @@ from sovereign_agent.store import (
     save_draft,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 CHAPTER_5 = ROOT / "book/textbook/learner/profrod_sovereign_agent_ch05_persistent_stock_learner.py"
 
 # Chapter 5's code, as a reader saved it, leaves Lucy's store at version 1.
@@ -91,8 +93,8 @@ def test_a_chapter_5_file_opens_at_version_2_with_every_row_kept(chapter_5_file:
         ("SKU-VANILLA", 250),
     ]
     # Only the products table's definition changed; every other table, and the
-    # index, as before. Migration 3 (chapter 10) and the runs journal (chapter 12)
-    # only added tables and indexes.
+    # index, as before. Migrations 3 and 4 (chapters 10 and 11) and the runs
+    # journal (chapter 12) only added tables and indexes.
     old_schema = {name: sql for _, name, sql in before["schema"]}
     new_schema = {name: sql for _, name, sql in after["schema"]}
     changed = [name for name, sql in old_schema.items() if new_schema[name] != sql]
@@ -104,11 +106,15 @@ def test_a_chapter_5_file_opens_at_version_2_with_every_row_kept(chapter_5_file:
         "one_row_per_call",
         "operators",
         "orders",
+        "purchases",
         "runs",
         "sqlite_autoindex_operators_1",
         "sqlite_autoindex_orders_1",
+        "sqlite_autoindex_purchases_1",
+        "sqlite_autoindex_purchases_2",
         "sqlite_autoindex_steps_1",
         "steps",
+        "store_identity",
     ]
 
 
@@ -164,12 +170,12 @@ def test_chapter_5s_code_refuses_the_migrated_file_and_leaves_it_as_it_is(
 
 
 def test_migration_2_alone_turns_a_version_1_schema_into_the_new_one(tmp_path: Path) -> None:
-    # Running 1 then 2 (then chapter 10's 3 and every later chapter's) on an
+    # Running 1 then 2 (then chapter 10's 3, 11's 4 and every later chapter's) on an
     # empty file gives the same schema a new store gets.
     stepwise = tmp_path / "stepwise.db"
-    later = [statement for statements in MIGRATIONS[3:] for statement in statements]
+    later = [statement for statements in MIGRATIONS[4:] for statement in statements]
     with closing(sqlite3.connect(stepwise, isolation_level=None)) as connection:
-        for statement in (*SCHEMA_V1, *RESERVATIONS_V2, *APPROVALS_V3, *later):
+        for statement in (*SCHEMA_V1, *RESERVATIONS_V2, *APPROVALS_V3, *PURCHASES_V4, *later):
             connection.execute(statement)
     fresh = tmp_path / "fresh.db"
     open_store(fresh).close()

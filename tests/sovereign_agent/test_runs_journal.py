@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from durable_morning import TASK, MorningModel, morning_setup, morning_store
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.fencing import FENCE_REFUSAL, fence, fenced_writes, unfence
 from sovereign_agent.journal import (
     Journal,
@@ -246,7 +247,7 @@ def test_the_morning_setup_builds_the_same_run_in_any_worker(store: Path) -> Non
 def test_the_runtime_never_imports_dbos() -> None:
     # DBOS is an extra for chapter 12's last section: the runtime's journal,
     # leases and fence are the shop's own, and work without it.
-    runtime = Path(__file__).resolve().parents[2] / "src/sovereign_agent"
+    runtime = REPO_ROOT / "src/sovereign_agent"
     importers = []
     for path in sorted(runtime.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

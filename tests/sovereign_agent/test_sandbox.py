@@ -5,6 +5,7 @@ submissions (tests/bookproof/test_grade_isolation.py and test_grade_hostile.py).
 from __future__ import annotations
 
 import json
+import struct
 import sys
 from pathlib import Path
 
@@ -40,6 +41,11 @@ try:
     os.execv("/bin/true", ["true"])
 except OSError as exc:
     seen["exec"] = exc.errno
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+# A new user namespace (CLONE_NEWUSER), and io_uring_setup (425 on x86_64 and aarch64 alike).
+seen["unshare"] = (libc.unshare(0x10000000), ctypes.get_errno())
+seen["io_uring"] = (libc.syscall(425, 8, ctypes.create_string_buffer(120)), ctypes.get_errno())
 print(json.dumps(seen))
 """
 
@@ -71,7 +77,25 @@ def test_a_bubblewrap_sandbox_reads_its_folder_and_writes_only_its_tmp(tmp_path:
     assert seen["network"] != "connected"
     assert seen["fork"] == 1  # EPERM from the filter
     assert seen["exec"] == 1
+    # The kernel's least-needed doors stay shut for every sandboxed process: EPERM.
+    assert seen["unshare"] == [-1, 1]
+    assert seen["io_uring"] == [-1, 1]
     assert not (folder / "planted.txt").exists()
+
+
+def test_the_filter_refuses_io_uring_and_namespaces_on_every_machine_it_knows() -> None:
+    # Five refusals (io_uring_setup, _enter, _register, unshare, setns), two instructions each,
+    # whether or not exec is refused too.
+    for machine in ("x86_64", "aarch64"):
+        program = filter_program(machine)
+        assert program is not None
+        for number in {"x86_64": (425, 426, 427, 272, 308), "aarch64": (425, 426, 427, 97, 268)}[
+            machine
+        ]:
+            # BPF_JMP|BPF_JEQ|BPF_K on the number, then return ERRNO|EPERM.
+            jump = struct.pack("HBBI", 0x15, 0, 1, number)
+            refuse = struct.pack("HBBI", 0x06, 0, 0, 0x00050000 | 1)
+            assert jump + refuse in program, (machine, number)
 
 
 def test_the_filter_refuses_exec_only_when_asked() -> None:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import copy
 import runpy
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.shop import build_tools, replenishment_need
 from sovereign_agent.tools import ToolCall
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 CHAPTER_1 = (
     ROOT / "book/textbook/checkpoints/profrod_sovereign_agent_ch01_first_model_call_checkpoint.py"
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.skills import (
     MAX_SKILL_BYTES,
     MAX_SKILLS,
@@ -18,7 +19,7 @@ from sovereign_agent.skills import (
     discover_skills,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 FIXTURE = ROOT / "book/textbook/skills"
 MALFORMED = ROOT / "book/textbook/skills-malformed"
 SHOP = {"products": [{"sku": "SKU-VANILLA", "name": "Vanilla", "on_hand": 2, "reorder_point": 8}]}

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strength import examples
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.skills import (
     MAX_YAML_DEPTH,
     Skill,
@@ -17,7 +18,7 @@ from sovereign_agent.skills import (
     read_front_matter,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 PATH = Path("skills/stock-check/SKILL.md")
 BODY = "# Stock check\n\nCall `list_stock` and say what is low.\n"
 

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strength import examples
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.documents import DocumentError, invisible_in, read_document_text
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
@@ -39,7 +40,7 @@ from sovereign_agent.skills import (
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
 from sovereign_agent.trace import Recorder
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 BULK_BUYER = ROOT / "book/textbook/skills/bulk-buyer/SKILL.md"
 SHOP = {
     "products": [

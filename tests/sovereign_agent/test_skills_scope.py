@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strength import examples
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
@@ -26,7 +27,7 @@ from sovereign_agent.tools import (
     ToolCall,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SKILLS = str(ROOT / "book/textbook/skills")
 SHOP = runpy.run_path(
     str(

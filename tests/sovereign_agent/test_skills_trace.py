@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
@@ -19,7 +20,7 @@ from sovereign_agent.skills import build_skill_tools
 from sovereign_agent.trace import Recorder, TraceFormatError, parse_trace, read_trace
 from sovereign_agent.trace.format import ScopeNarrowedEvent
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SKILLS = str(ROOT / "book/textbook/skills")
 SHOP = {
     "products": [

@@ -242,8 +242,10 @@ def test_processes_opening_one_new_file_at_once_migrate_it_exactly_once(tmp_path
         "orders",
         "prices",
         "products",
+        "purchases",
         "runs",
         "steps",
+        "store_identity",
     ]
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 from strength import examples
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ScriptedModel
 from sovereign_agent.shop import DraftArguments, NoArguments, ProductArguments, build_tools
@@ -25,7 +25,7 @@ from sovereign_agent.toolsets import (
     join_toolsets,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SHOP = {
     "products": [
         {"sku": "SKU-VANILLA", "name": "Vanilla", "on_hand": 2, "reorder_point": 8},

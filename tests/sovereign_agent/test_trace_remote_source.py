@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bookproof.layout import REPO_ROOT
 from sovereign_agent.loop import run_task
 from sovereign_agent.mcp.remote import connect, dispatcher_with_remote
 from sovereign_agent.mcp.supplier import SUPPLIER_DECLARATIONS, SUPPLIER_SOURCE
@@ -38,7 +39,7 @@ from sovereign_agent.trace.replay import replay_run
 from sovereign_agent.trace.summary import format_summary, summarize
 from sovereign_agent.trace.timeline import format_timeline, timeline
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 SUPPLIER = [sys.executable, str(ROOT / "book/textbook/servers/supplier_mcp.py")]
 SHOP = runpy.run_path(
     str(

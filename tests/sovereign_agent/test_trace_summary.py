@@ -54,6 +54,9 @@ def test_every_code_the_runtime_gives_has_a_class() -> None:
         "step_limit",
         "tool_call_limit",
         "duplicate_call_id",
+        "rate_limited",
+        "deadline",
+        "tool_timeout",
     }
     stops = {str(reason) for reason in StopReason} - {"final_answer"}
     assert codes | stops == set(FAILURE_CLASSES)
@@ -67,8 +70,8 @@ def test_an_authority_that_refuses_is_a_missing_authority_not_a_failed_tool() ->
 
 
 def test_a_code_without_a_class_is_a_loud_error() -> None:
-    with pytest.raises(ValueError, match="no failure class for the code 'tool_timeout'"):
-        failure_class("tool_timeout")
+    with pytest.raises(ValueError, match="no failure class for the code 'supplier_sulks'"):
+        failure_class("supplier_sulks")
 
 
 def sloppy_trace(trace: Path) -> None:

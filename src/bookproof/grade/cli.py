@@ -4,7 +4,9 @@ Exit status: 0 when grading ran, whatever the scores; 2 for a usage error
 (an unknown flag or book, a path that does not exist, a folder given twice,
 a limit that is not a finite number in range, an output that is a folder or
 the same file as another output); 3 when the sandbox the grader was asked
-for is not available here; 4 when something the grader relies on (the
+for is not available here (among them process mode run by root where the
+user nobody cannot start the interpreter, unless --run-submissions-as-root
+accepts running submissions as root); 4 when something the grader relies on (the
 environment's packages, the runtime, the grader itself) changed while it
 graded, in which case no report is written. A path that exists but cannot
 be graded (a file, a FIFO, a link, a folder without the book's files or
@@ -41,6 +43,7 @@ from bookproof.grade.sandbox import (
     Limits,
     bubblewrap_problem,
     describe,
+    root_children_accepted,
     stop_everything,
     unprivileged_problem,
 )
@@ -64,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Grade exercise-book submissions, each in its own sandbox.",
         epilog=(
             "Exit status: 0 when grading ran (whatever the scores), 2 for a usage error, "
-            "3 when the requested isolation is not available, 4 when the environment, the "
+            "3 when the requested isolation is not available (process mode run by root "
+            "where nobody cannot start Python included), 4 when the environment, the "
             "runtime or the grader changed while grading (no report is written). Progress "
             "goes to stderr, one line per submission; the table to stdout; files are "
             "written once, at the end."
@@ -104,11 +108,19 @@ def _parser() -> argparse.ArgumentParser:
         "without namespaces; run by root, a submission runs as the unprivileged user "
         "nobody, so it cannot write the environment, the runtime or the grader, nor read "
         "what nobody cannot read, but it has the network and can read every "
-        "world-readable file (where nobody cannot start this interpreter, it runs as "
-        "root, and the first line printed says so); run by anyone else, as your user, "
-        "reading and writing what you can. In every mode a batch that finds those trees "
-        "changed afterwards fails (exit 4). unprivileged: process mode that refuses to "
-        "grade unless submissions run as nobody",
+        "world-readable file; where nobody cannot start this interpreter, the grader "
+        "refuses (exit 3) unless you pass --run-submissions-as-root; run by anyone else, "
+        "as your user, reading and writing what you can. In every mode a batch that "
+        "finds those trees changed afterwards fails (exit 4). unprivileged: process mode "
+        "that refuses to grade unless submissions run as nobody",
+    )
+    parser.add_argument(
+        "--run-submissions-as-root",
+        action="store_true",
+        help="with --isolation process, run by root where the user nobody cannot start "
+        "this interpreter: accept running each submission as root, which can read and "
+        "write everything root can (the first line printed says so). Only for "
+        "submissions you trust",
     )
     parser.add_argument(
         "-j",
@@ -234,7 +246,7 @@ def _distinct(folders: list[Path]) -> tuple[list[Path], list[str]]:
     return kept, notes
 
 
-def _isolation(choice: str) -> Isolation | str:
+def _isolation(choice: str, *, root_accepted: bool) -> Isolation | str:
     """The isolation to grade in, or why the one asked for is not available here."""
     if choice == Isolation.BUBBLEWRAP.value:
         problem = bubblewrap_problem()
@@ -248,6 +260,17 @@ def _isolation(choice: str) -> Isolation | str:
         problem = unprivileged_problem()
         if problem is not None:
             return f"{problem}; --isolation unprivileged grades only as user nobody."
+    elif os.geteuid() == 0 and not root_accepted:
+        # Root is the one caller for whom a silent fallback would hand a
+        # submission everything: the environment, the runtime, the grader,
+        # every learner's folder. Only an explicit flag may accept that.
+        problem = unprivileged_problem()
+        if problem is not None:
+            return (
+                f"{problem}, so --isolation process would run each submission as root; "
+                "pass --run-submissions-as-root to accept that, or install Python where "
+                "nobody can start it."
+            )
     return Isolation.PROCESS
 
 
@@ -285,7 +308,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             roster = read_roster(args.roster)
         except RosterError as exc:
             return _usage(parser, f"--roster {printable(str(args.roster))}: {exc}")
-    isolation = _isolation(args.isolation)
+    if args.run_submissions_as_root and args.isolation != Isolation.PROCESS.value:
+        return _usage(parser, "--run-submissions-as-root goes only with --isolation process")
+    isolation = _isolation(args.isolation, root_accepted=args.run_submissions_as_root)
     if not isinstance(isolation, Isolation):
         print(f"grade-exercises: refusing to grade: {isolation}", file=sys.stderr)
         return NO_ISOLATION
@@ -306,7 +331,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     trees = relied_on()
     before = snapshot(trees)
     try:
-        reports = _grade_all(folders, names, book, isolation, limits, seed, args.jobs)
+        with root_children_accepted(args.run_submissions_as_root):
+            reports = _grade_all(folders, names, book, isolation, limits, seed, args.jobs)
     except KeyboardInterrupt:
         stop_everything()
         print("grade-exercises: interrupted; no report was written", file=sys.stderr)

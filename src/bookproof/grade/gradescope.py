@@ -159,6 +159,8 @@ def autograder_files(root: Path, book: Book) -> list[tuple[str, Path]]:
         "src/bookproof",
         "src/sovereign_agent",
         "scripts/grade_exercises.py",
+        # The book's servers: a check may hand one to the submission (book 11's desk).
+        "book/textbook/servers",
         f"solutions/{book.folder}/{book.module}.py",
     ]
     files: list[tuple[str, Path]] = []

@@ -11,8 +11,9 @@ tool that runs untrusted Python. This module holds the grader's policy:
 - a fixed environment (pytest's own plugins only) and no network;
 - as whom it runs in process mode: a child that runs learner code as the
   unprivileged user `nobody` when the grader is root and `nobody` can start
-  the interpreter (else as the grader, and `describe` says so); the oracle,
-  which runs none, as the grader;
+  the interpreter; where it cannot, `start` refuses such a child unless the
+  caller accepted running it as root (`root_children_accepted`), and then
+  `describe` says so; the oracle, which runs none, as the grader;
 - the limits of a grading run (`Limits`): a clock per question, output and
   memory bounds.
 
@@ -23,13 +24,14 @@ grader's source.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,7 @@ __all__ = [
     "describe",
     "exited",
     "files_seen_at",
+    "root_children_accepted",
     "start",
     "stop",
     "stop_everything",
@@ -145,6 +148,28 @@ class Launch:
     learner_code: bool = True
 
 
+# Whether a child running learner code may run as root where `nobody` cannot
+# start the interpreter. A plain flag, not a context variable: the grader's
+# worker threads must see what the command accepted.
+_ROOT_CHILDREN_ACCEPTED = [False]
+
+
+@contextlib.contextmanager
+def root_children_accepted(accepted: bool = True) -> Iterator[None]:
+    """While inside, `start` runs learner code as root where it cannot run it as `nobody`.
+
+    Only an explicit choice (`--run-submissions-as-root`) may say so: a silent
+    fallback would hand a submission the environment, the runtime and the
+    grader that every later run relies on.
+    """
+    before = _ROOT_CHILDREN_ACCEPTED[0]
+    _ROOT_CHILDREN_ACCEPTED[0] = accepted
+    try:
+        yield
+    finally:
+        _ROOT_CHILDREN_ACCEPTED[0] = before
+
+
 def files_seen_at(isolation: Isolation, files: Path) -> str:
     """Where a process started with `Launch(files=files)` finds that folder."""
     return _FILES if isolation is Isolation.BUBBLEWRAP else str(files)
@@ -197,6 +222,18 @@ def start(isolation: Isolation, launch: Launch, scratch: Path) -> subprocess.Pop
     `scratch` is an empty folder of the grader's, removed by the caller after
     `stop`: in process mode, the child's home and where it finds `gradechild`.
     """
+    if (
+        isolation is Isolation.PROCESS
+        and launch.learner_code
+        and os.geteuid() == 0
+        and unprivileged_problem() is not None
+        and not _ROOT_CHILDREN_ACCEPTED[0]
+    ):
+        # Checked here as well as by the command: every caller of the grader
+        # gets the refusal, not only `grade-exercises`.
+        raise IsolationFailed(
+            f"{unprivileged_problem()}, and running a submission as root was not accepted"
+        )
     if isolation is Isolation.BUBBLEWRAP:
         grader_folder = CHILD_PACKAGE.parent  # not shown: only its `gradechild` is
         shown: dict[str, Path] = {f"{_GRADER}/{_CHILD_NAME}": CHILD_PACKAGE}

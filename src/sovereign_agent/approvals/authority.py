@@ -1,6 +1,8 @@
 """Support the book does not print: chapter 2's write authority as a query of the approvals table.
 
-`ApprovalAuthority` is a `before_write`. For a consequential call it looks
+`ApprovalAuthority` is a `before_write`. The dispatcher asks it for every
+call whose effect classes need an authority (`money` or `code`, chapter 10),
+so every call that can spend meets it. For such a call it looks
 up the approval bound to that tool and those exact arguments: an approved,
 unexpired one lets the handler run; a pending one, or none (then it records
 a PENDING one), stops the run `awaiting_approval`; a denied one stops it
@@ -37,6 +39,7 @@ from sovereign_agent.approvals.ledger import (
     use_approval,
     utc_now,
 )
+from sovereign_agent.effects import Effect
 from sovereign_agent.loop import RunRecord, run_task
 from sovereign_agent.models import Message, ModelClient, ModelReply
 from sovereign_agent.shop import SHOP_TOOL_NAMES, DraftArguments
@@ -187,7 +190,7 @@ def build_approved_store_tools(
     clock: Clock = utc_now,
     lifetime: timedelta = DEFAULT_LIFETIME,
 ) -> tuple[Dispatcher, ApprovalAuthority]:
-    """Chapter 5's store tools plus `place_order`, consequential, behind an approval authority."""
+    """Chapter 5's store tools plus `place_order`, a money tool, behind an approval authority."""
     authority = ApprovalAuthority(
         connection,
         {"place_order": Priced(OrderArguments, order_amount)},
@@ -202,7 +205,9 @@ def build_approved_store_tools(
         description="Place an order for tubs. It runs only with an operator's approval.",
         arguments=OrderArguments,
         handler=lambda args: place_order(connection, args, clock=clock),
-        consequential=True,
+        # It records an order (write) that the shop must pay for (money):
+        # money is what makes the dispatcher ask this authority first.
+        effects=frozenset({Effect.WRITE, Effect.MONEY}),
     )
     dispatcher = Dispatcher(
         (*store_tools.tools.values(), order), allowed=names, before_write=authority

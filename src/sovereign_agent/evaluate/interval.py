@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-__all__ = ["CONFIDENCE", "Rate", "wilson_interval"]
+__all__ = ["CONFIDENCE", "Rate"]
 
 CONFIDENCE = 0.95
 # The normal quantile for a two-sided 95% interval: 1.959963984540054.

@@ -14,18 +14,7 @@ from typing import Any
 from sovereign_agent.loop import RunRecord, StopReason
 from sovereign_agent.models import AssistantMessage, ToolMessage
 
-__all__ = [
-    "INVALID_CHOICES",
-    "MISTAKES",
-    "NO_FIT",
-    "UNREADABLE",
-    "Call",
-    "calls_of",
-    "drafts_in",
-    "invalid_choices",
-    "recoveries",
-    "shaped_for",
-]
+__all__ = ["Call", "calls_of", "drafts_in", "invalid_choices", "recoveries", "shaped_for"]
 
 # Refused before any handler ran, because of what the model wrote.
 INVALID_CHOICES = frozenset({"tool_not_allowed", "invalid_arguments", "malformed_tool_call"})

@@ -15,22 +15,10 @@ from typing import Any
 from sovereign_agent.evaluate.interval import CONFIDENCE, Rate
 from sovereign_agent.evaluate.run import VariantResult
 
-__all__ = [
-    "confusion_table",
-    "failed_runs",
-    "format_report",
-    "percent",
-    "run_records",
-    "to_json",
-]
+__all__ = ["format_report", "run_records", "to_json"]
 
 
-def percent(value: float | None) -> str:
-    """A rate as the table shows it; "-" where there was nothing to count."""
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def confusion_table(confusion: Counter[tuple[str, str]]) -> list[str]:
+def _confusion_table(confusion: Counter[tuple[str, str]]) -> list[str]:
     """Rows: the tool the arguments were written for. Columns: the tool asked for."""
     rows = sorted({meant for meant, _ in confusion})
     columns = sorted({asked for _, asked in confusion})
@@ -49,7 +37,7 @@ def confusion_table(confusion: Counter[tuple[str, str]]) -> list[str]:
     return lines
 
 
-def failed_runs(result: VariantResult) -> str:
+def _failed_runs(result: VariantResult) -> str:
     """Per task: how many runs failed, of how many, and which expectations broke."""
     parts = []
     for task in dict.fromkeys(run.task for run in result.runs):
@@ -82,11 +70,11 @@ def format_report(results: Sequence[VariantResult]) -> list[str]:
     )
     lines += ["", "failed runs by task, and the expectations they broke"]
     for result in results:
-        lines.append(f"  {result.variant.name}: {failed_runs(result) or 'none'}")
+        lines.append(f"  {result.variant.name}: {_failed_runs(result) or 'none'}")
     lines += ["", "tool confusion (rows: the tool the arguments fit; columns: the tool asked for)"]
     for result in results:
         lines.append(result.variant.name)
-        lines += confusion_table(result.confusion)
+        lines += _confusion_table(result.confusion)
     return lines
 
 

@@ -33,15 +33,7 @@ from sovereign_agent.tools import Dispatcher
 from sovereign_agent.trace.recorder import recorder_from_env
 from sovereign_agent.trace.replay import load_factory
 
-__all__ = [
-    "ModelFactory",
-    "Progress",
-    "RunResult",
-    "VariantResult",
-    "check_expectations",
-    "run_suite",
-    "scripted_models",
-]
+__all__ = ["ModelFactory", "Progress", "RunResult", "VariantResult", "run_suite"]
 
 ModelFactory = Callable[[random.Random], ModelClient]
 Progress = Callable[[str], None]
@@ -150,7 +142,7 @@ def check_expectations(
     return tuple(failed)
 
 
-def scripted_models(suite: Suite) -> ModelFactory:
+def _scripted_models(suite: Suite) -> ModelFactory:
     """The offline stand-in with the suite's slips, one per run."""
     return lambda rng: SloppyModel(rng, suite.model)
 
@@ -212,7 +204,7 @@ def run_suite(
     """Run every task of every variant `repeat` times; the same seed gives the same runs."""
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
-    make_model = scripted_models(suite) if models is None else models
+    make_model = _scripted_models(suite) if models is None else models
     results = []
     for number, variant in enumerate(suite.variants, start=1):
         result = VariantResult(variant)

@@ -45,17 +45,17 @@ from sovereign_agent.models import (
     ToolMessage,
 )
 
-__all__ = ["INTENTS", "INVENTED_TOOL", "SloppyModel", "choose_tool", "words"]
+__all__ = ["SloppyModel"]
 
 # What each step of the job is for, in the words a selector matches against.
-INTENTS: Mapping[str, str] = {
+_INTENTS: Mapping[str, str] = {
     "read": "list every product with its stock and the tubs needed",
     "draft": "draft a re-order of the tubs needed for one sku",
 }
-INVENTED_TOOL = "check_freezer"
+_INVENTED_TOOL = "check_freezer"
 
 
-def words(text: str) -> set[str]:
+def _words(text: str) -> set[str]:
     """The lower-case words of a text; `draft_order` is the words draft and order."""
     return set(re.findall(r"[a-z]+", text.lower()))
 
@@ -68,13 +68,13 @@ def choose_tool(
     Ties go to the name first in alphabetical order, so the choice is the same
     every time; a tool in `avoid` is never chosen; None when nothing is left.
     """
-    wanted = words(INTENTS[intent])
+    wanted = _words(_INTENTS[intent])
     scored = []
     for schema in tools:
         function = schema["function"]
         if function["name"] in avoid:
             continue
-        overlap = wanted & words(f"{function['name']} {function.get('description', '')}")
+        overlap = wanted & _words(f"{function['name']} {function.get('description', '')}")
         scored.append((-len(overlap), function["name"]))
     return min(scored)[1] if scored else None
 
@@ -193,7 +193,7 @@ class SloppyModel:
             # Drawn every time, whether or not it applies, so that the same seed
             # gives the same slips to every variant that asks the same questions.
             invents = self._rng.random() < self._slips.invented_tool
-            tool = INVENTED_TOOL if invents else self._choose("read", tools)
+            tool = _INVENTED_TOOL if invents else self._choose("read", tools)
             if tool is None:
                 return AssistantMessage(content="I could not find a tool to read the stock.")
             return self._send([(_Call("read", tool), {})], made)

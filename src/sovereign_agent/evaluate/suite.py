@@ -51,8 +51,6 @@ __all__ = [
     "DEFAULT_FACTORY",
     "Expectations",
     "ModelSlips",
-    "Product",
-    "ShopFixture",
     "Suite",
     "SuiteError",
     "Task",

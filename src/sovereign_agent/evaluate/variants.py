@@ -13,7 +13,7 @@ from typing import Any, Literal
 from sovereign_agent.shop import build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Setup
 
-__all__ = ["Descriptions", "described", "variant_tools"]
+__all__ = ["Descriptions", "variant_tools"]
 
 Descriptions = Literal["full", "names", "shuffled"]
 

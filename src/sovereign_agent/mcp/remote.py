@@ -45,6 +45,7 @@ from mcp import ClientSession, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 from pydantic import BaseModel
 
+from sovereign_agent.effects import Effect, classes_of_consequential
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, parameters_schema
 from sovereign_agent.toolsets import JoinedTools, Toolset, combined_dispatcher
 from sovereign_agent.trace.format import schema_fingerprint
@@ -441,7 +442,9 @@ class RemoteTools:
             description=declaration.description,
             arguments=declaration.arguments,
             handler=handler,
-            consequential=declaration.consequential,
+            # Whatever it is declared to do, a remote tool sends its arguments out
+            # of the shop: egress is a fact of where it runs, not the shop's choice.
+            effects=classes_of_consequential(declaration.consequential) | {Effect.EGRESS},
         )
 
     def _call(self, declaration: Declared, arguments: BaseModel) -> Any:

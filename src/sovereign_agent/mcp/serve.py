@@ -26,6 +26,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from pydantic import ValidationError
 
+from sovereign_agent.effects import needs_authority
 from sovereign_agent.tools import Dispatcher, Observation, ToolCall, parameters_schema
 
 __all__ = ["SERVER_NAME", "build_server", "observation_result", "run_stdio", "servable"]
@@ -34,11 +35,15 @@ SERVER_NAME = "lucy-shop"
 
 
 def servable(dispatcher: Dispatcher) -> Dispatcher:
-    """The dispatcher narrowed to what may be served: allowed, registered, not consequential."""
+    """The dispatcher narrowed to what may be served: allowed, registered, spending nothing.
+
+    In effect classes (chapter 10): a tool that can spend or run code needs
+    an authority, and an MCP host is no authority of the shop's.
+    """
     names = [
         name
         for name in dispatcher.allowed & dispatcher.tools.keys()
-        if not dispatcher.tools[name].consequential
+        if not needs_authority(dispatcher.tools[name].effect_classes)
     ]
     return dispatcher.scoped(names)
 

@@ -25,6 +25,7 @@ from sovereign_agent.models.messages import (
     UserMessage,
 )
 from sovereign_agent.models.provider import HTTPModelClient
+from sovereign_agent.models.streaming import MessagesAssembler
 
 __all__ = ["ANTHROPIC_DEFAULT_BASE_URL", "AnthropicClient"]
 
@@ -209,3 +210,6 @@ class AnthropicClient(HTTPModelClient):
 
     def parse_reply(self, payload: dict[str, Any], *, source: str) -> ModelReply:
         return parse_message(payload, source=source, model=self.model)
+
+    def stream_assembler(self) -> MessagesAssembler:
+        return MessagesAssembler(model=self.model)

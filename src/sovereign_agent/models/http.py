@@ -51,6 +51,9 @@ MAX_ERROR_BODY_BYTES = 16 * 1024
 # No chat reply nests this deep; past it a reply is refused before anything
 # walks it, so no later step can hit the interpreter's recursion limit.
 MAX_JSON_DEPTH = 64
+# How much of a stream is read at once: small enough that text is shown as it
+# comes, large enough that a long reply is not read a few bytes at a time.
+STREAM_READ_BYTES = 16 * 1024
 # Error text from a server is shown to a reader on one line; past this length
 # it is noise, and the status already says what kind of failure it was.
 MAX_ERROR_CHARS = 300
@@ -284,10 +287,11 @@ def _attempt(
     shown: str,
     secrets: tuple[str, ...],
     settings: HTTPSettings,
+    consume: Callable[[http.client.HTTPResponse], bytes] | None = None,
 ) -> bytes | _Failed:
-    """One request and its whole reply, or why it failed; nothing here raises."""
+    """One request and its whole reply, or why it failed; nothing here raises but `consume`."""
     timed_out = _Failed(f"no reply from {shown} within {limit_s:g} s", ModelUnavailableError, True)
-    outcome = _exchange(request, deadline, shown, secrets, settings, timed_out)
+    outcome = _exchange(request, deadline, shown, secrets, settings, timed_out, consume)
     late = time.monotonic() >= deadline
     if late and isinstance(outcome, _Failed) and outcome.kind is not ModelHTTPError:
         # Whatever broke once the deadline had passed (a socket shut under a
@@ -303,8 +307,9 @@ def _exchange(
     secrets: tuple[str, ...],
     settings: HTTPSettings,
     timed_out: _Failed,
+    consume: Callable[[http.client.HTTPResponse], bytes] | None = None,
 ) -> bytes | _Failed:
-    """The request sent and its reply read whole, or the failure, classified."""
+    """The request sent and its reply read whole (or by `consume`), or the failure, classified."""
 
     def unreachable(error: BaseException, *, retryable: bool) -> _Failed:
         reason = _reason(error, secrets)
@@ -316,6 +321,8 @@ def _exchange(
 
     try:
         with open_before(request, deadline) as response:
+            if consume is not None:
+                return consume(response)
             raw = response.read(MAX_REPLY_BYTES + 1)
             # A read with a size returns short, without complaint, when the
             # server hangs up early; what it still owed is left in `length`.
@@ -408,6 +415,50 @@ def post_json(
         )
         sleep(wait)
     raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def post_stream(
+    url: str,
+    body: Mapping[str, Any],
+    *,
+    headers: Mapping[str, str],
+    settings: HTTPSettings,
+    receive: Callable[[bytes], None],
+    secrets: Iterable[str] = (),
+) -> None:
+    """POST `body` as JSON and hand every piece of the streamed reply to `receive`, in order.
+
+    The failures are `post_json`'s, one line each and free of the keys in
+    `secrets`, within `settings.timeout_s` for the whole stream. A stream is
+    asked for once, never retried: pieces already handed on (text a reader
+    has seen) would be handed on twice. `receive` may raise a `ModelError`,
+    which ends the stream there.
+    """
+    secrets = tuple(secrets)
+    shown = display_url(url)
+    data = json.dumps(body).encode("utf-8")
+    request_headers = {"Content-Type": "application/json", **headers}
+    request = urllib.request.Request(url, data=data, headers=request_headers, method="POST")
+
+    def consume(response: http.client.HTTPResponse) -> bytes:
+        while chunk := response.read1(STREAM_READ_BYTES):
+            receive(chunk)
+        # read1 ends quietly when a server hangs up early; what it still owed is left here.
+        if response.length:
+            raise ModelResponseError(f"the stream from {shown} ended before its announced length")
+        return b""
+
+    outcome = _attempt(
+        request,
+        deadline=time.monotonic() + settings.timeout_s,
+        limit_s=settings.timeout_s,
+        shown=shown,
+        secrets=secrets,
+        settings=settings,
+        consume=consume,
+    )
+    if isinstance(outcome, _Failed):
+        raise outcome.error(1) from None
 
 
 def _decode_reply(raw: bytes, shown: str) -> dict[str, Any]:

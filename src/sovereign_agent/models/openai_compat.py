@@ -25,6 +25,7 @@ from sovereign_agent.models.messages import (
     UserMessage,
 )
 from sovereign_agent.models.provider import HTTPModelClient
+from sovereign_agent.models.streaming import ChatCompletionAssembler
 
 __all__ = ["OPENAI_DEFAULT_BASE_URL", "OpenAICompatibleClient"]
 
@@ -171,3 +172,15 @@ class OpenAICompatibleClient(HTTPModelClient):
 
     def parse_reply(self, payload: dict[str, Any], *, source: str) -> ModelReply:
         return parse_chat_completion(payload, source=source, model=self.model)
+
+    def stream_body(
+        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
+    ) -> dict[str, Any]:
+        # Without include_usage a streamed reply carries no token counts, and
+        # a run with a budget could not be held to it.
+        body = super().stream_body(messages, tools=tools)
+        body["stream_options"] = {"include_usage": True}
+        return body
+
+    def stream_assembler(self) -> ChatCompletionAssembler:
+        return ChatCompletionAssembler(model=self.model)

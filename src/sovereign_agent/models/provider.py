@@ -8,6 +8,11 @@ the bounded retry, the errors of `base.py`, every message free of the key).
 The provider's own kind is what a subclass writes: the path it posts to, the
 headers that carry the key, the request body in its dialect, and how its
 reply becomes a neutral `ModelReply`.
+
+A client can also ask for its reply as a stream (`stream`): the same request
+with the dialect's streaming switch, read piece by piece through
+`http.post_stream`, and handed back only once the dialect's assembler says the
+stream is whole (`models.streaming`).
 """
 
 from __future__ import annotations
@@ -24,9 +29,11 @@ from sovereign_agent.models.http import (
     check_base_url,
     display_url,
     post_json,
+    post_stream,
     read_api_key,
 )
 from sovereign_agent.models.messages import Message, ModelReply
+from sovereign_agent.models.streaming import ServerEventDecoder, StreamAssembler
 
 __all__ = ["HTTPModelClient"]
 
@@ -117,3 +124,46 @@ class HTTPModelClient(ABC):
             sleep=self._sleep,
         )
         return self.parse_reply(payload, source=display_url(url))
+
+    def stream_body(
+        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
+    ) -> dict[str, Any]:
+        """The request `stream` sends: `request_body` with the dialect's streaming switch on."""
+        return {**self.request_body(messages, tools=tools), "stream": True}
+
+    def stream_assembler(self) -> StreamAssembler:
+        """The assembler for this dialect's stream events; a dialect that streams overrides it."""
+        raise NotImplementedError(f"{self.client_name} does not stream")
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[dict[str, Any]] = (),
+        on_text: Callable[[str], None] | None = None,
+    ) -> ModelReply:
+        """One reply asked for as a stream; returned only whole, text shown as it arrives.
+
+        A stream cut or malformed part-way raises a `ModelResponseError`, so
+        no call of a half-received reply ever reaches the loop.
+        """
+        url = f"{self.base_url}{self.path}"
+        key = None if self._key is None else self._key.reveal()
+        decoder = ServerEventDecoder()
+        assembler = self.stream_assembler()
+
+        def receive(chunk: bytes) -> None:
+            for event in decoder.feed(chunk):
+                shown = assembler.add(event)
+                if shown is not None and on_text is not None:
+                    on_text(shown)
+
+        post_stream(
+            url,
+            self.stream_body(messages, tools=tools),
+            headers=self.headers(key),
+            settings=self.settings,
+            receive=receive,
+            secrets=() if key is None else (key,),
+        )
+        return assembler.reply()

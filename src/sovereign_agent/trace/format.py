@@ -68,6 +68,9 @@ def schema_fingerprint(schema: Mapping[str, Any]) -> str:
 
 
 _EVENT = ConfigDict(extra="forbid", frozen=True, strict=True)
+# The values of `sovereign_agent.effects.Effect`, as a trace spells them (a
+# test holds the two to each other): strict validation takes no enum from text.
+EffectName = Literal["read", "write", "money", "egress", "code"]
 
 
 class SetupRecord(BaseModel):
@@ -138,6 +141,9 @@ class ToolCallEvent(_Envelope):
     # Optional within version 1: written only when the run's tools came from
     # several sources (chapter 9). Absent means "not recorded", never "local".
     source: str | None = Field(default=None, min_length=1)
+    # Optional within version 1 too: the tool's effect classes (chapter 10),
+    # written by the recorder SOVEREIGN_TRACE makes. Absent means "not recorded".
+    effects: list[EffectName] | None = None
 
 
 class RecordedProblem(BaseModel):
@@ -162,6 +168,7 @@ class ToolOutcomeEvent(_Envelope):
     exception_message: str | None = Field(alias="exception.message")
     argument_problems: list[RecordedProblem]
     source: str | None = Field(default=None, min_length=1)
+    effects: list[EffectName] | None = None
 
 
 class ScopeNarrowedEvent(_Envelope):

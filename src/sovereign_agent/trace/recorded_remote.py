@@ -20,6 +20,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from sovereign_agent.effects import Effect, classes_of_consequential
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow
 from sovereign_agent.trace.format import (
     ModelRequestEvent,
@@ -111,7 +112,9 @@ def _recorded_tool(declaration: Any, answers: deque[Callable[[], Any]]) -> Execu
         description=declaration.description,
         arguments=declaration.arguments,
         handler=handler,
-        consequential=declaration.consequential,
+        # Whatever it is declared to do, a remote tool sends its arguments out
+        # of the shop: egress is a fact of where it runs, not the shop's choice.
+        effects=classes_of_consequential(declaration.consequential) | {Effect.EGRESS},
     )
 
 

@@ -427,8 +427,14 @@ class Recorder:
         wall_clock: Callable[[], int] = time.time_ns,
         new_run_id: Callable[[], str] = _new_run_id,
         sources: Mapping[str, str] | None = None,
+        effects: bool = False,
     ) -> None:
         self._sink = sink
+        # Whether each call's event names its tool's effect classes (chapter
+        # 10). Off for a recorder built by hand, so a trace chapter 4 prints
+        # keeps its shape; the recorder SOVEREIGN_TRACE makes always writes them.
+        self._write_effects = effects
+        self._effects: dict[str, list[str]] = {}
         # Which source each tool came from (`JoinedTools.sources`), handed in by
         # whoever joined them: chapter 2's dispatcher, which the chapters print,
         # does not know. Without it no event carries a source, as before.
@@ -478,6 +484,11 @@ class Recorder:
         self._seq = self._step = 0
         self._offered, self._last_offer, self._defined = {}, None, set()
         self._tokens = [None, None]
+        # Read once, when the run starts: a run's tools can narrow, never change.
+        self._effects = {
+            name: sorted(effect.value for effect in tool.effect_classes)
+            for name, tool in dispatcher.tools.items()
+        }
         name = getattr(model, "model", None)
         setup = dispatcher.setup
         self._started_ns = self._clock()
@@ -583,6 +594,7 @@ class Recorder:
                 "gen_ai.tool.call.id": raw.id,
                 "gen_ai.tool.call.arguments": raw.arguments_json,
                 **self._source(raw.name),
+                **self._classes(raw.name),
             }
         )
 
@@ -615,6 +627,7 @@ class Recorder:
                     for problem in outcome.argument_problems
                 ],
                 **self._source(raw.name),
+                **self._classes(raw.name),
             }
         )
 
@@ -623,6 +636,11 @@ class Recorder:
         # field says where a call went, and such a call went nowhere.
         source = self._sources.get(name)
         return {} if source is None else {"source": source}
+
+    def _classes(self, name: str) -> dict[str, list[str]]:
+        # A name the run has no tool for (the model made it up) could do nothing.
+        classes = self._effects.get(name) if self._write_effects else None
+        return {} if classes is None else {"effects": list(classes)}
 
     def scope_narrowed(self, narrowing: Narrowing) -> None:
         if self._sink is None:
@@ -686,6 +704,7 @@ def recorder_from_env(
     Without `environ`, the process's environment as it is when the run starts:
     the file it names now, and the keys it holds now. `sources` is the joined
     tools' `sources` (chapter 9), so each call's event names where it went.
+    Each call's event also names its tool's effect classes (chapter 10).
     """
     env = os.environ if environ is None else environ
     path = env.get(TRACE_VARIABLE, "").strip()
@@ -693,7 +712,9 @@ def recorder_from_env(
         return Recorder(None)
     if environ is not None:
         return Recorder(
-            JsonLinesFile(Path(path), secrets=secrets_from_env(environ)), sources=sources
+            JsonLinesFile(Path(path), secrets=secrets_from_env(environ)),
+            sources=sources,
+            effects=True,
         )
     if not os.path.isabs(path):
         # Absolute now: a later change of directory must not move the trace.
@@ -704,4 +725,4 @@ def recorder_from_env(
         if len(_ENV_SINKS) >= _ENV_SINKS_KEPT:
             _ENV_SINKS.clear()
         sink = _ENV_SINKS[key] = JsonLinesFile(Path(path), secrets=key[1])
-    return Recorder(sink, sources=sources)
+    return Recorder(sink, sources=sources, effects=True)

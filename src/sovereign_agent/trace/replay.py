@@ -1,6 +1,6 @@
 """Support the book does not print: a recorded run again, offline, against today's runtime.
 
-The model is not asked: a `ReplayModel` answers each request with the reply
+The model is not asked: a `_ReplayModel` answers each request with the reply
 recorded for that step. Everything else is today's code: the dispatcher is
 built again by the known setup the trace names (`setups`), or by the function
 the person replaying names, the loop runs, every handler
@@ -72,16 +72,7 @@ from sovereign_agent.trace.setups import (
     known_setup,
 )
 
-__all__ = [
-    "Divergence",
-    "ReplayModel",
-    "ReplayReport",
-    "ReplaySetupError",
-    "dispatcher_for",
-    "load_factory",
-    "replay_run",
-    "schema_difference",
-]
+__all__ = ["Divergence", "ReplayReport", "ReplaySetupError", "load_factory", "replay_run"]
 
 _SHOWN_CHARS = 160
 
@@ -143,7 +134,7 @@ def load_factory(reference: str) -> Callable[..., Any]:
     return factory  # type: ignore[no-any-return]
 
 
-def dispatcher_for(
+def _dispatcher_for(
     setup: SetupRecord | None,
     override: str | Callable[..., Dispatcher] | None = None,
     *,
@@ -197,7 +188,7 @@ def dispatcher_for(
     return dispatcher  # type: ignore[no-any-return]
 
 
-class ReplayModel:
+class _ReplayModel:
     """Answers each step with the reply recorded for it; past the last one, a model error."""
 
     def __init__(self, started: RunStartedEvent, replies: Sequence[ModelReplyEvent]) -> None:
@@ -328,6 +319,10 @@ class _Checker:
             )
             if recorded.source is not None:
                 self._same(line, recorded, "source", recorded.source, now.source)
+            if recorded.effects is not None:
+                # A tool that can now do more (or less) than when it was recorded
+                # is not the tool the run used: a divergence, as a new schema is.
+                self._same(line, recorded, "effects", recorded.effects, now.effects)
         elif isinstance(recorded, ToolOutcomeEvent) and isinstance(now, ToolOutcomeEvent):
             self._compare_outcome(line, recorded, now)
         elif isinstance(recorded, ScopeNarrowedEvent) and isinstance(now, ScopeNarrowedEvent):
@@ -401,6 +396,8 @@ class _Checker:
         )
         if recorded.source is not None:
             self._same(line, recorded, "source", recorded.source, now.source)
+        if recorded.effects is not None:
+            self._same(line, recorded, "effects", recorded.effects, now.effects)
         self._compare_fingerprint(
             line, recorded, recorded.tool_name, recorded.schema_fingerprint, now.schema_fingerprint
         )
@@ -419,7 +416,7 @@ def replay_run(
 ) -> ReplayReport:
     """Replay one complete recorded run; `setup` overrides its setup, `root` holds its folders.
 
-    See `dispatcher_for`: a trace's setup is only ever a known one, and a
+    See `_dispatcher_for`: a trace's setup is only ever a known one, and a
     folder it records is read only under `root`.
 
     Raises ReplaySetupError when the tools cannot be built again; a
@@ -431,7 +428,7 @@ def replay_run(
             "was cut off or its process stopped, and an unfinished run cannot be replayed"
         )
     started = run.started
-    dispatcher = dispatcher_for(started.setup, setup, root=root)
+    dispatcher = _dispatcher_for(started.setup, setup, root=root)
     # The remote part is never rebuilt by connecting: its calls are answered
     # from the trace, through today's declarations (see `recorded_remote`).
     dispatcher, sources = with_recorded_remote(run, dispatcher)
@@ -446,13 +443,13 @@ def replay_run(
     span = (run.lines[0], run.lines[-1])
     try:
         run_task(
-            ReplayModel(started, replies),
+            _ReplayModel(started, replies),
             dispatcher,
             started.task,
             max_steps=started.max_steps,
             max_tool_calls=started.max_tool_calls,
             system=started.system,
-            recorder=Recorder(checker, sources=sources),
+            recorder=Recorder(checker, sources=sources, effects=True),
         )
     except _Diverged as stop:
         matched = stop.divergence.seq - 1

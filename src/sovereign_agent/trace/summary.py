@@ -24,9 +24,7 @@ from sovereign_agent.trace.format import (
 )
 
 __all__ = [
-    "CALL_CLASSES",
     "FAILURE_CLASSES",
-    "STOP_CLASSES",
     "FailureClass",
     "TraceSummary",
     "failure_class",
@@ -58,6 +56,11 @@ FAILURE_CLASSES: Mapping[str, FailureClass] = {
     "malformed_tool_call": FailureClass.MALFORMED_CALL,
     "step_limit": FailureClass.BUDGET,
     "tool_call_limit": FailureClass.BUDGET,
+    # Chapter 13's limits on a call: how often and how late it asked (the
+    # run's budget), or a handler that outlasted its timeout (the tool).
+    "rate_limited": FailureClass.BUDGET,
+    "deadline": FailureClass.BUDGET,
+    "tool_timeout": FailureClass.TOOL_FAILED,
     "duplicate_call_id": FailureClass.DUPLICATE_CALL_ID,
     "model_error": FailureClass.MODEL_ERROR,
 }
@@ -99,6 +102,18 @@ class TraceSummary:
     exceptions: Counter[str] = field(default_factory=Counter)
     # Calls by the source their tool came from; only calls whose event names one.
     sources: Counter[str] = field(default_factory=Counter)
+    # Every refusal and stop of chapter 13's limits, by the limit's name.
+    limits: Counter[str] = field(default_factory=Counter)
+
+
+# The codes a call gets from a limit, and the errors a run stops with when a
+# limit refuses its next model request (`sovereign_agent.limits`), by name.
+LIMIT_CODES = frozenset({"rate_limited", "deadline", "tool_timeout"})
+LIMIT_STOPS: Mapping[str, str] = {
+    "DeadlinePassed": "deadline",
+    "TokenBudgetSpent": "token_budget",
+    "MoneyBudgetSpent": "money_budget",
+}
 
 
 def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
@@ -108,6 +123,7 @@ def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
     stop_reasons: Counter[str] = Counter()
     exceptions: Counter[str] = Counter()
     sources: Counter[str] = Counter()
+    limits: Counter[str] = Counter()
     requests = calls = ran = 0
     for run in runs:
         for event in run.events:
@@ -118,6 +134,8 @@ def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
                 ran += event.handler_ran
                 if event.source is not None:
                     sources[event.source] += 1
+                if event.code in LIMIT_CODES:
+                    limits[event.code] += 1
                 found = failure_class(event.code, event.failure_stage)
                 if found is not None:
                     calls_by_class[found] += 1
@@ -125,6 +143,9 @@ def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
                     exceptions[event.exception_type] += 1
             elif isinstance(event, RunFinishedEvent):
                 stop_reasons[event.stop_reason] += 1
+                stopped_by = LIMIT_STOPS.get(event.error_type or "")
+                if event.stop_reason == "model_error" and stopped_by is not None:
+                    limits[stopped_by] += 1
                 stopped = failure_class(event.stop_reason)
                 if stopped is not None:
                     stops_by_class[stopped] += 1
@@ -144,6 +165,7 @@ def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
         stop_reasons=stop_reasons,
         exceptions=exceptions,
         sources=sources,
+        limits=limits,
     )
 
 
@@ -172,6 +194,9 @@ def format_summary(summary: TraceSummary) -> list[str]:
             for name, count in sorted(summary.sources.items())
         )
         lines.append(f"calls by source: {by_source}")
+    if summary.limits:
+        by_limit = ", ".join(f"{name} {count}" for name, count in sorted(summary.limits.items()))
+        lines.append(f"limits: {by_limit}")
     incomplete = summary.runs - summary.complete
     if incomplete:
         lines.append(f"{incomplete} run(s) without run_finished: cut off, or their process stopped")

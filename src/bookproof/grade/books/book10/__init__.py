@@ -9,8 +9,10 @@ sandbox (`questions.scratch_path`).
 - `friday_file`, `ask_file`, `decide_file`, `approvals_file`, `budget_file`
   and `orders_file`: chapter 10's store, runs under approvals and operators'
   decisions, as the starter already has them;
-- `decide_file`'s `caps` (exercise 1: each operator's spending cap) and
-  `release_file` (exercise 2: a finished run gives back what it reserved).
+- `decide_file`'s `caps` (exercise 1: each operator's spending cap),
+  `release_file` (exercise 2: a finished run gives back what it reserved),
+  and `hold_file` and `classes_file` (exercise 3: a tool that holds tubs,
+  declared by what it can do).
 
 Every check chooses its operators, weekly limit, caps and orders at random
 for this run; the prices and amounts it expects are written out in `common`,
@@ -25,7 +27,7 @@ import importlib
 from bookproof.grade.books.book10.common import BOOK
 
 # Each part declares its checks as it is imported: this order is the report's.
-for _part in ("chapter", "caps", "release"):
+for _part in ("chapter", "caps", "release", "holds"):
     importlib.import_module(f"{__name__}.{_part}")
 
 __all__ = ["BOOK"]

@@ -27,8 +27,9 @@ S_ORDERS = BOOK.section("10.6 The next run orders")
 S_BUDGET = BOOK.section("10.7 The budget refuses STRAWBERRY 12")
 S_DENIAL = BOOK.section("10.8 A denial ends a run")
 S_REVOKE = BOOK.section("10.10 Revoking, before and after use")
-S_UNIT_A = BOOK.section("10.13 Exercises") + " (Exercise Book 10, Unit A)"
-S_UNIT_B = BOOK.section("10.13 Exercises") + " (Exercise Book 10, Unit B)"
+S_UNIT_A = BOOK.section("10.14 Exercises") + " (Exercise Book 10, Unit A)"
+S_UNIT_B = BOOK.section("10.14 Exercises") + " (Exercise Book 10, Unit B)"
+S_UNIT_C = BOOK.section("10.11 What a call can do to the world") + " (Exercise Book 10, Unit B)"
 
 # Chapter 1's prices in pence, written out again: an approval's amount is price times tubs.
 PRICES = {"SKU-CHOCOLATE": 300, "SKU-STRAWBERRY": 275, "SKU-VANILLA": 250}
