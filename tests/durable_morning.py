@@ -13,10 +13,17 @@ through the environment of the worker's process:
   at which the worker sends itself SIGKILL or SIGSTOP, or waits for the
   test's signal: the first time the named event happens.
 
+With `SOVEREIGN_TEST_SUPPLIER` (the address of the book's supplier desk), the
+setup is chapter 11's instead: `place_order` orders, then purchases at that
+desk under the order's idempotency key, and the worker settles a purchase a
+dead worker left at the same desk.
+
 Events: `ask-N` (the model is about to be asked for step N), `reply-N` (it
 has answered, not yet journaled), `journaled-N` (its reply is journaled),
-`enter-CALL` (a handler is entered, nothing done yet), `after-CALL` (the
-handler has committed, its outcome not yet journaled), `outcome-CALL` (the
+`enter-CALL` (a handler is entered, nothing done yet), `answered-CALL` (with
+a supplier: the desk has the order and has answered, the purchase is still
+PREPARED in the store), `after-CALL` (the handler has committed, its outcome
+not yet journaled), `outcome-CALL` (the
 outcome is journaled), `finished` (the loop ended; the run is not yet
 written FINISHED). CALL is `list_stock`, `place_order-SKU-VANILLA` or
 `place_order-SKU-CHOCOLATE`.
@@ -49,6 +56,7 @@ from sovereign_agent.models import (
     Message,
     ModelReply,
 )
+from sovereign_agent.purchasing import Attempt, SupplierDesk, build_purchasing_tools
 from sovereign_agent.runs import Run, submit_run
 from sovereign_agent.store import expect_delivery, open_store, reserve, seed_store, transaction
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolOutcome
@@ -59,7 +67,8 @@ SETUP = "durable_morning:morning_setup"
 TASK = "Order what the shop needs."
 ANSWER = "Ordered 9 vanilla and 1 chocolate: 2,550 pence."
 CALLS = ("list_stock", "place_order-SKU-VANILLA", "place_order-SKU-CHOCOLATE")
-# Every event of one uninterrupted morning, in the order they happen.
+# Every event of one uninterrupted morning, in the order they happen (the
+# `answered-` ones only when the run purchases at a supplier's desk).
 EVENTS = (
     "ask-1",
     "reply-1",
@@ -71,9 +80,11 @@ EVENTS = (
     "reply-2",
     "journaled-2",
     "enter-place_order-SKU-VANILLA",
+    "answered-place_order-SKU-VANILLA",
     "after-place_order-SKU-VANILLA",
     "outcome-place_order-SKU-VANILLA",
     "enter-place_order-SKU-CHOCOLATE",
+    "answered-place_order-SKU-CHOCOLATE",
     "after-place_order-SKU-CHOCOLATE",
     "outcome-place_order-SKU-CHOCOLATE",
     "ask-3",
@@ -198,9 +209,19 @@ class PointRecorder(Recorder):
         point("finished")
 
 
+# The handler running now, for the desk's observer: its attempts carry a key, not a sku.
+RUNNING: list[str] = []
+
+
+def answered(attempt: Attempt) -> None:
+    if attempt.outcome == "answered" and RUNNING:
+        point(f"answered-{RUNNING[-1]}")
+
+
 def counted(name: str, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def run(arguments: Any) -> Any:
         label = name if not hasattr(arguments, "sku") else f"{name}-{arguments.sku}"
+        RUNNING[:] = [label]
         log(f"enter {label}")
         point(f"enter-{label}")
         value = handler(arguments)
@@ -212,14 +233,19 @@ def counted(name: str, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 def morning_setup(connection: sqlite3.Connection, run: Run) -> RunSetup:
-    dispatcher, authority = build_approved_store_tools(connection, run_id=f"run-{run.id}")
+    url = os.environ.get("SOVEREIGN_TEST_SUPPLIER")
+    supplier = None if not url else SupplierDesk(url, observe=answered)
+    if supplier is None:
+        dispatcher, authority = build_approved_store_tools(connection, run_id=f"run-{run.id}")
+    else:
+        dispatcher, authority = build_purchasing_tools(connection, supplier, run_id=f"run-{run.id}")
     tools = [
         ExecutableTool(
             name=tool.name,
             description=tool.description,
             arguments=tool.arguments,
             handler=counted(tool.name, tool.handler),
-            consequential=tool.consequential,
+            effects=tool.effect_classes,
         )
         for tool in dispatcher.tools.values()
     ]
@@ -231,6 +257,7 @@ def morning_setup(connection: sqlite3.Connection, run: Run) -> RunSetup:
         max_steps=5,
         max_tool_calls=5,
         recorder=PointRecorder(),
+        supplier=supplier,
     )
 
 
@@ -260,5 +287,7 @@ def essence(path: Path) -> dict[str, list[tuple[Any, ...]]]:
             " FROM runs ORDER BY id",
             "steps": "SELECT run_id, step, position, call_id, tool, state, record"
             " FROM steps ORDER BY run_id, step, position",
+            "purchases": "SELECT order_id, status, supplier_order_id, failure"
+            " FROM purchases ORDER BY order_id",
         }
         return {name: connection.execute(sql).fetchall() for name, sql in queries.items()}

@@ -52,6 +52,7 @@ from sovereign_agent.mcp.remote import Declared
 from sovereign_agent.mcp.serve import servable
 from sovereign_agent.models import AssistantMessage, AssistantToolCall
 from sovereign_agent.models.offline import ScriptedModel
+from sovereign_agent.purchasing import SupplierDesk, build_purchasing_tools
 from sovereign_agent.shop import NoArguments, build_tools
 from sovereign_agent.store import build_store_tools, open_store
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall
@@ -166,10 +167,13 @@ def test_every_tool_the_runtimes_factories_build_declares_its_classes(tmp_path: 
 
     store = open_store(friday_store(tmp_path / "s.db"))
     approved, _ = build_approved_store_tools(store)
+    # Built, never called: no request leaves for this address.
+    purchasing, _ = build_purchasing_tools(store, SupplierDesk("http://127.0.0.1:9"))
     dispatchers = (
         build_tools(SHOP),
         build_store_tools(store),
         approved,
+        purchasing,
         build_document_tools(SHOP, documents_root=str(DOCUMENTS)),
         build_skill_tools(SHOP, skills_root=str(ROOT / "book/textbook/skills"), provenance="shop"),
     )

@@ -10,7 +10,7 @@ same key, never placed again by the model.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -23,13 +23,14 @@ from sovereign_agent.approvals import (
 )
 from sovereign_agent.approvals.authority import Priced, order_amount
 from sovereign_agent.approvals.ledger import Clock, utc_now
+from sovereign_agent.effects import Effect
 from sovereign_agent.purchasing.desk import PurchaseFailed, PurchaseRejected, SupplierDesk
-from sovereign_agent.purchasing.records import purchase
+from sovereign_agent.purchasing.records import Purchase, purchase
 from sovereign_agent.shop import SHOP_TOOL_NAMES
 from sovereign_agent.store import build_store_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool
 
-__all__ = ["SPENDING_TOOLS", "build_purchasing_tools", "order_and_purchase"]
+__all__ = ["SPENDING_TOOLS", "build_purchasing_tools", "order_and_purchase", "purchase_result"]
 
 # The one place that says which of these tools spend money, and so need an
 # approval first, and what a call of each costs. Every other tool reads or
@@ -46,13 +47,27 @@ def order_and_purchase(
 ) -> dict[str, Any]:
     """Chapter 10's order, then its purchase; the result says where the purchase stands."""
     ordered = place_order(connection, arguments, clock=clock)
+    return purchase_result(
+        ordered, lambda: purchase(connection, ordered["order_id"], desk, clock=clock)
+    )
+
+
+def purchase_result(ordered: dict[str, Any], settle: Callable[[], Purchase]) -> dict[str, Any]:
+    """What `place_order` tells the model: chapter 10's order, and where `settle` left its purchase.
+
+    One function for the call that purchases and for the worker that resumes
+    a call left in doubt (chapter 12), so the model is told the same either way.
+    """
     try:
-        bought = purchase(connection, ordered["order_id"], desk, clock=clock)
+        bought = settle()
     except PurchaseRejected as refused:
         # Only the code travels to the model: the supplier's words are its own text.
         return {**ordered, "purchase": "REJECTED", "failure": refused.code}
     except PurchaseFailed as failed:
         return {**ordered, "purchase": "PREPARED", "failure": failed.code}
+    if bought.status == "REJECTED":
+        # Refused before, and recorded as "code: words": the code alone, as above.
+        return {**ordered, "purchase": "REJECTED", "failure": (bought.failure or "").split(":")[0]}
     return {**ordered, "purchase": bought.status, "supplier_order_id": bought.supplier_order_id}
 
 
@@ -76,7 +91,8 @@ def build_purchasing_tools(
         description="Order tubs from the supplier. It runs only with an operator's approval.",
         arguments=OrderArguments,
         handler=lambda args: order_and_purchase(connection, desk, args, clock=clock),
-        consequential=True,
+        # Chapter 10's order (write, money), and the order leaves the shop for the supplier.
+        effects=frozenset({Effect.WRITE, Effect.MONEY, Effect.EGRESS}),
     )
     dispatcher = Dispatcher(
         (*store_tools.tools.values(), order), allowed=names, before_write=authority

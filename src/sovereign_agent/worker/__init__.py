@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sovereign_agent.fencing import fence, fenced_writes, unfence
-from sovereign_agent.in_doubt import InDoubt
+from sovereign_agent.in_doubt import InDoubt, resolve_in_doubt
 from sovereign_agent.journal import Journal, JournaledDispatcher, JournaledModel
 from sovereign_agent.leases import (
     DEFAULT_LEASE_SECONDS,
@@ -47,6 +47,7 @@ from sovereign_agent.trace.recorder import Recorder
 
 if TYPE_CHECKING:
     from sovereign_agent.approvals import ApprovalAuthority
+    from sovereign_agent.purchasing import SupplierDesk
 
 __all__ = [
     "RunSetup",
@@ -62,7 +63,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RunSetup:
-    """Everything one run works with. `authority`, when given, gates the run as in chapter 10."""
+    """Everything one run works with. `authority`, when given, gates the run as in chapter 10.
+
+    `supplier`, when given, is the desk the run's `place_order` purchases at
+    (chapter 11): a call a dead worker left in doubt is settled there, under
+    its purchase's own idempotency key.
+    """
 
     model: ModelClient
     dispatcher: Dispatcher
@@ -71,6 +77,7 @@ class RunSetup:
     system: str | None = None
     authority: ApprovalAuthority | None = None
     recorder: Recorder | None = None
+    supplier: SupplierDesk | None = None
 
 
 SetupFactory = Callable[[sqlite3.Connection, Run], RunSetup]
@@ -166,7 +173,15 @@ def work_on(
                 _end(connection, lease, "FAILED", error=_one_line(error), clock=clock)
                 return WorkDone(lease.run_id, "FAILED", None, 0, 0, 0, _one_line(error))
             model = JournaledModel(setup.model, journal)
-            dispatcher = JournaledDispatcher(setup.dispatcher, journal, connection)
+            supplier = setup.supplier
+            dispatcher = JournaledDispatcher(
+                setup.dispatcher,
+                journal,
+                connection,
+                resolve=lambda store, call, note: resolve_in_doubt(
+                    store, call, note, supplier=supplier
+                ),
+            )
             try:
                 stop_reason, answer = run_loop(run, setup, model, dispatcher)
             except InDoubt as doubt:
