@@ -20,6 +20,7 @@ import pytest
 from durable_morning import TASK, MorningModel, morning_setup, morning_store
 
 from bookproof.layout import REPO_ROOT
+from sovereign_agent.effects import Effect
 from sovereign_agent.fencing import FENCE_REFUSAL, fence, fenced_writes, unfence
 from sovereign_agent.journal import (
     Journal,
@@ -42,7 +43,7 @@ from sovereign_agent.tools import (
     ToolFailure,
     ToolOutcome,
 )
-from sovereign_agent.worker import RunSetup, work_on
+from sovereign_agent.worker import RunSetup, load_setup, work_on
 
 
 class Clock:
@@ -337,3 +338,58 @@ def test_a_worker_that_knows_its_lease_is_lost_does_not_ask_the_model(store: Pat
             JournaledModel(model, journal).complete([])
         assert model.asked == []
         assert read_steps(connection, lease.run_id) == []
+
+
+PURCHASES_SETUP = "sovereign_agent.worker.setups:shop_with_purchases"
+
+
+@pytest.mark.parametrize(
+    ("address", "error"),
+    [
+        (
+            None,
+            "SetupError: SOVEREIGN_SUPPLIER is not set: the supplier desk's address (http://...)",
+        ),
+        (
+            "  ",
+            "SetupError: SOVEREIGN_SUPPLIER is not set: the supplier desk's address (http://...)",
+        ),
+        (
+            "ftp://supplier",
+            "SetupError: SOVEREIGN_SUPPLIER: the supplier's address must be an http(s) URL,"
+            " not 'ftp://supplier'",
+        ),
+    ],
+)
+def test_a_purchasing_run_without_a_supplier_address_fails_with_one_line_and_buys_nothing(
+    store: Path, monkeypatch: pytest.MonkeyPatch, address: str | None, error: str
+) -> None:
+    monkeypatch.delenv("SOVEREIGN_SUPPLIER", raising=False)
+    if address is not None:
+        monkeypatch.setenv("SOVEREIGN_SUPPLIER", address)
+    with closing(open_store(store)) as connection:
+        run_id = submit_run(connection, TASK, setup=PURCHASES_SETUP)
+        # The fixture's own run is out of the way: this one is claimed next.
+        connection.execute(
+            "UPDATE runs SET status = 'FINISHED', finished_ms = 1 WHERE id < ?", (run_id,)
+        )
+        lease = claim_next(connection, "w")
+        assert lease is not None and lease.run_id == run_id
+        done = work_on(str(store), connection, lease)
+        assert (done.status, done.detail) == ("FAILED", error)
+        assert read_run(connection, run_id).error == error
+        assert connection.execute("SELECT count(*) FROM orders").fetchone()[0] == 0
+
+
+def test_a_purchasing_run_is_built_with_chapter_11s_place_order_and_its_desk_as_supplier(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOVEREIGN_SUPPLIER", "http://127.0.0.1:9/")
+    with closing(open_store(store)) as connection:
+        run = read_run(connection, submit_run(connection, TASK, setup=PURCHASES_SETUP))
+        setup = load_setup(PURCHASES_SETUP)(connection, run)
+    assert setup.supplier is not None and setup.supplier.base_url == "http://127.0.0.1:9"
+    assert setup.authority is not None
+    order = setup.dispatcher.tools["place_order"]
+    assert order.effects == {Effect.WRITE, Effect.MONEY, Effect.EGRESS}
+    assert order.consequential
