@@ -41,6 +41,8 @@ SLOW_FILES = (
     "bookproof/test_notebooks_execute.py",
     "site/test_site_browser.py",
     "site/test_site_build.py",
+    "sovereign_agent/test_dbos_recovery.py",
+    "sovereign_agent/test_worker_recovery.py",
     "sovereign_agent/test_purchasing_crashes.py",
     "sovereign_agent/test_purchasing_faults.py",
     "test_benchmarks_run.py",

@@ -32,6 +32,7 @@ SMALLEST: dict[str, tuple[list[str], str]] = {
     "bench_purchase.py": (["--purchases", "3", "--repeat", "1"], "ours / bare:"),
     "bench_limits.py": (["--calls", "5", "--repeat", "1"], "side by side"),
     "bench_run_python.py": (["--repeat", "1"], "boundary cost"),
+    "bench_durable.py": (["--runs", "1", "--repeat", "1"], "cost of durability:"),
 }
 
 

@@ -62,13 +62,19 @@ def test_the_wheel_holds_the_runtime_its_license_and_no_tooling(wheel: Path) -> 
         for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
         if line.startswith("Requires-Dist:")
     ]
-    # Pydantic alone for everything but two extras: `skills` (chapter 7) adds PyYAML,
-    # `mcp` (chapter 9) the official MCP SDK.
+    # Pydantic alone for everything but three extras: `skills` (chapter 7) adds PyYAML,
+    # `mcp` (chapter 9) the official MCP SDK, `dbos` (chapter 12) DBOS, which only
+    # scripts/dbos_worker.py imports.
     names = {
         requirement.split(">")[0].split("<")[0]: requirement.partition(";")[2].strip()
         for requirement in requires
     }
-    assert names == {"pydantic": "", "pyyaml": "extra == 'skills'", "mcp": "extra == 'mcp'"}
+    assert names == {
+        "pydantic": "",
+        "pyyaml": "extra == 'skills'",
+        "mcp": "extra == 'mcp'",
+        "dbos": "extra == 'dbos'",
+    }
 
 
 @pytest.mark.slow

@@ -254,6 +254,53 @@ PURCHASES_V4 = (
     ) STRICT""",
 )
 
+# The runs journal (chapter 12): every run a worker may take over, and each
+# step it completed, written before the next step begins. A run's lease says
+# which worker holds it and until when (milliseconds since the epoch); its
+# generation grows by one at every claim, and is the fencing token every write
+# of the holder is checked against. A step row is the model's reply (position
+# 0) or the outcome of the reply's n-th call (position n); a consequential call
+# is journaled STARTED before its handler runs, so a crash inside it leaves a
+# call in doubt, never one forgotten. Its version number is its place in
+# MIGRATIONS: code and tests name it RUNS_JOURNAL, never by number.
+RUNS_JOURNAL = (
+    """CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        task TEXT NOT NULL CONSTRAINT task_length CHECK (length(task) BETWEEN 1 AND 20000),
+        setup TEXT NOT NULL CONSTRAINT setup_is_module_and_function
+            CHECK (setup GLOB '?*:?*' AND length(setup) <= 300),
+        status TEXT NOT NULL CONSTRAINT known_run_status
+            CHECK (status IN ('QUEUED', 'RUNNING', 'FINISHED', 'FAILED')),
+        stop_reason TEXT,
+        answer TEXT,
+        error TEXT,
+        owner TEXT,
+        lease_expires_ms INTEGER,
+        lease_generation INTEGER NOT NULL DEFAULT 0
+            CONSTRAINT generation_not_negative CHECK (lease_generation >= 0),
+        created_ms INTEGER NOT NULL,
+        finished_ms INTEGER,
+        CONSTRAINT lease_has_owner CHECK ((owner IS NULL) = (lease_expires_ms IS NULL)),
+        CONSTRAINT ended_when_ended
+            CHECK ((status IN ('FINISHED', 'FAILED')) = (finished_ms IS NOT NULL)),
+        CONSTRAINT no_lease_once_ended CHECK (finished_ms IS NULL OR owner IS NULL)
+    ) STRICT""",
+    """CREATE TABLE steps (
+        run_id INTEGER NOT NULL REFERENCES runs (id),
+        step INTEGER NOT NULL CONSTRAINT step_positive CHECK (step >= 1),
+        position INTEGER NOT NULL CONSTRAINT position_not_negative CHECK (position >= 0),
+        call_id TEXT,
+        tool TEXT,
+        state TEXT NOT NULL CONSTRAINT known_step_state CHECK (state IN ('STARTED', 'DONE')),
+        record TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        PRIMARY KEY (run_id, step, position),
+        CONSTRAINT reply_has_no_call CHECK ((position = 0) = (call_id IS NULL)),
+        CONSTRAINT a_reply_is_done CHECK (position > 0 OR state = 'DONE')
+    ) STRICT""",
+    "CREATE UNIQUE INDEX one_row_per_call ON steps (run_id, call_id) WHERE call_id IS NOT NULL",
+)
+
 # Migration N brings a file from version N-1 to N. Append, never edit: a file
 # already at version N has run migration N exactly as it was written.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -261,6 +308,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     RESERVATIONS_V2,
     APPROVALS_V3,
     PURCHASES_V4,
+    RUNS_JOURNAL,
 )
 
 # The store's mark in the file header ("LUCY" in ASCII): a database without it

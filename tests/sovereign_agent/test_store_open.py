@@ -243,6 +243,8 @@ def test_processes_opening_one_new_file_at_once_migrate_it_exactly_once(tmp_path
         "prices",
         "products",
         "purchases",
+        "runs",
+        "steps",
         "store_identity",
     ]
 

@@ -209,6 +209,8 @@ def test_every_table_is_strict_and_every_check_is_named(tmp_path: Path) -> None:
         ("prices", 1),
         ("products", 1),
         ("purchases", 1),
+        ("runs", 1),
+        ("steps", 1),
         ("store_identity", 1),
     ]
     for sql in definitions:

@@ -25,6 +25,7 @@ from sovereign_agent.purchasing.records import (
     prepare,
     purchase,
     reject,
+    resolve_purchase,
     resolve_purchases,
     unfinished_orders,
 )
@@ -33,6 +34,7 @@ from sovereign_agent.purchasing.tools import (
     SPENDING_TOOLS,
     build_purchasing_tools,
     order_and_purchase,
+    purchase_result,
     spending_prices,
 )
 
@@ -55,7 +57,9 @@ __all__ = [
     "order_and_purchase",
     "prepare",
     "purchase",
+    "purchase_result",
     "reject",
+    "resolve_purchase",
     "resolve_purchases",
     "spending_prices",
     "unfinished_orders",

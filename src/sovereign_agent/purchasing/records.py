@@ -40,6 +40,7 @@ __all__ = [
     "prepare",
     "purchase",
     "reject",
+    "resolve_purchase",
     "resolve_purchases",
     "unfinished_orders",
 ]
@@ -209,6 +210,30 @@ def purchase(
     return confirmed
 
 
+def resolve_purchase(
+    connection: sqlite3.Connection,
+    order_id: int,
+    desk: SupplierDesk,
+    *,
+    clock: Clock = utc_now,
+    step: Step = _noop,
+) -> Purchase:
+    """Settle one order that may have been sent: ask the supplier by its key, then send under it.
+
+    A purchase already settled is returned as it is, and nothing is sent.
+    Otherwise the key is the one `prepare` wrote (or derives again, the same
+    in every process), never a new one: a supplier that has it gives its
+    order, one that has not is sent the order under it.
+    """
+    prepared = prepare(connection, order_id, clock=clock)
+    if prepared.status != "PREPARED":
+        return prepared
+    found = desk.look_up(prepared.operation_id)
+    if found is not None:
+        return confirm(connection, order_id, found, clock=clock)
+    return purchase(connection, order_id, desk, clock=clock, step=step)
+
+
 def resolve_purchases(
     connection: sqlite3.Connection,
     desk: SupplierDesk,
@@ -224,13 +249,8 @@ def resolve_purchases(
     """
     settled = []
     for order_id in unfinished_orders(connection):
-        prepared = prepare(connection, order_id, clock=clock)
-        found = desk.look_up(prepared.operation_id)
-        if found is not None:
-            settled.append(confirm(connection, order_id, found, clock=clock))
-            continue
         try:
-            settled.append(purchase(connection, order_id, desk, clock=clock, step=step))
+            settled.append(resolve_purchase(connection, order_id, desk, clock=clock, step=step))
         except PurchaseRejected:
             current = _read(connection, order_id)
             assert current is not None

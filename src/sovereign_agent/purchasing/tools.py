@@ -10,7 +10,7 @@ same key, never placed again by the model.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -25,7 +25,7 @@ from sovereign_agent.approvals.authority import Priced, order_amount
 from sovereign_agent.approvals.ledger import Clock, utc_now
 from sovereign_agent.effects import NEEDS_APPROVAL, Effect
 from sovereign_agent.purchasing.desk import PurchaseFailed, PurchaseRejected, SupplierDesk
-from sovereign_agent.purchasing.records import purchase
+from sovereign_agent.purchasing.records import Purchase, purchase
 from sovereign_agent.shop import SHOP_TOOL_NAMES
 from sovereign_agent.store import build_store_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool
@@ -35,6 +35,7 @@ __all__ = [
     "SPENDING_TOOLS",
     "build_purchasing_tools",
     "order_and_purchase",
+    "purchase_result",
     "spending_prices",
 ]
 
@@ -77,13 +78,27 @@ def order_and_purchase(
 ) -> dict[str, Any]:
     """Chapter 10's order, then its purchase; the result says where the purchase stands."""
     ordered = place_order(connection, arguments, clock=clock)
+    return purchase_result(
+        ordered, lambda: purchase(connection, ordered["order_id"], desk, clock=clock)
+    )
+
+
+def purchase_result(ordered: dict[str, Any], settle: Callable[[], Purchase]) -> dict[str, Any]:
+    """What `place_order` tells the model: chapter 10's order, and where `settle` left its purchase.
+
+    One function for the call that purchases and for the worker that resumes
+    a call left in doubt (chapter 12), so the model is told the same either way.
+    """
     try:
-        bought = purchase(connection, ordered["order_id"], desk, clock=clock)
+        bought = settle()
     except PurchaseRejected as refused:
         # Only the code travels to the model: the supplier's words are its own text.
         return {**ordered, "purchase": "REJECTED", "failure": refused.code}
     except PurchaseFailed as failed:
         return {**ordered, "purchase": "PREPARED", "failure": failed.code}
+    if bought.status == "REJECTED":
+        # Refused before, and recorded as "code: words": the code alone, as above.
+        return {**ordered, "purchase": "REJECTED", "failure": (bought.failure or "").split(":")[0]}
     return {**ordered, "purchase": bought.status, "supplier_order_id": bought.supplier_order_id}
 
 

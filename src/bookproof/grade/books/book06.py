@@ -34,6 +34,7 @@ from typing import Any
 from bookproof.grade import fixtures as fx
 from bookproof.grade.book import JSON, Book, ObjectKind, Surface, Trial
 from bookproof.grade.questions import Asks, call, expect, same, scratch_path
+from sovereign_agent.store import MIGRATIONS
 
 __all__ = ["BOOK"]
 
@@ -199,8 +200,8 @@ def ch6_refusals(rng: random.Random) -> Trial:
 @BOOK.baseline(
     points=1,
     section=S_MIGRATION,
-    asks="A version-1 file opens at the runtime's current version (4: chapters 10 and 11 "
-    "append migrations) with every row kept and 0 reserved, 0 incoming.",
+    asks="A version-1 file opens at the runtime's current version (chapter 10 and later "
+    "chapters append migrations) with every row kept and 0 reserved, 0 incoming.",
     hint="Migration 2 must add both columns with DEFAULT 0 to the rows already in the file.",
 )
 def ch6_migration(rng: random.Random) -> Trial:
@@ -210,10 +211,13 @@ def ch6_migration(rng: random.Random) -> Trial:
     yield call("write_version_1_file", path, fx.shop(rows), prices)
     version = yield call("version_of_file", path)
     stock = yield call("stock_in_file", path)
-    # open_store is the runtime's, which chapters 10 and 11 extend (migrations
-    # 3 and 4): the file runs migrations 2, 3 and 4.
-    if not same(4, version):
-        return "A version-1 file should open at version 4, the runtime store's current version."
+    # open_store is the runtime's, which chapter 10's migration 3 and later
+    # chapters' extend: the file runs every migration after its first.
+    if not same(len(MIGRATIONS), version):
+        return (
+            f"A version-1 file should open at version {len(MIGRATIONS)},"
+            " the runtime store's current version."
+        )
     return expect(
         same(fx.stored(rows, counts=True), stock),
         "After the migration, the rows should be as they were, with 0 reserved and 0 incoming.",
