@@ -177,8 +177,8 @@ def _ask_window(
     points=2,
     section=S_UNIT_A,
     asks="sliding_window_wait answers how long until the window has room for one more call.",
-    hint="Count only the calls inside the window (now < t + per_s); with fewer than `calls` "
-    "of them the wait is 0.0, else it is when the oldest of the last `calls` leaves it.",
+    hint="Only the calls still inside the window count; while fewer of them than the limit "
+    "remain, there is no wait, and otherwise the wait ends as the oldest that matters leaves.",
 )
 def ex1_window_waits(rng: random.Random) -> Trial:
     for _ in range(5):
@@ -196,7 +196,7 @@ def ex1_window_waits(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_A,
     asks="Calls made more than `per_s` seconds ago no longer count.",
-    hint="Only calls with now < t + per_s are in the window; older ones have left it.",
+    hint="A call made a whole window ago or earlier has left the window and no longer counts.",
 )
 def ex1_old_calls_leave(rng: random.Random) -> Trial:
     allowed, now, calls, per_s = _full_window(rng)
@@ -215,7 +215,7 @@ def ex1_old_calls_leave(rng: random.Random) -> Trial:
     section=S_UNIT_A,
     asks="sliding_window_wait refuses a limit of no calls, a window of no time, and a call "
     "allowed after now.",
-    hint="Raise ValueError for calls below 1, a per_s not above 0, or a time after now.",
+    hint="A limit below one call, a window of no time, or a call dated after now is a ValueError.",
 )
 def ex1_window_refuses(rng: random.Random) -> Trial:
     now = rng.randint(2, 9) * 1.0
@@ -276,8 +276,8 @@ def ex2_cheapest(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="A cost equal to the pence left is affordable, and equal costs go to the first name.",
-    hint="Compare with <= against pence_left * 1,000,000 exactly (integers, never floats), and "
-    "break a tie by the model's name.",
+    hint="A cost exactly equal to what is left is affordable, counted in whole numbers with no "
+    "rounding, and a tie goes to the model whose name sorts first.",
 )
 def ex2_exact_edges(rng: random.Random) -> Trial:
     pence = rng.randint(1, 9)
@@ -298,7 +298,7 @@ def ex2_exact_edges(rng: random.Random) -> Trial:
     points=1,
     section=S_UNIT_B,
     asks="cheapest_model refuses a negative token count or a negative budget.",
-    hint="Raise ValueError when input_tokens, output_tokens or pence_left is below 0.",
+    hint="A negative token count or a negative budget is a ValueError.",
 )
 def ex2_refuses(rng: random.Random) -> Trial:
     prices = _prices(rng)
