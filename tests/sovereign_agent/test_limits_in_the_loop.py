@@ -15,12 +15,20 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from morning_plan import SHOP
 from pydantic import BaseModel, ConfigDict
 from strength import examples
 
 import sovereign_agent.limits as limits_package
 from sovereign_agent.effects import Effect
-from sovereign_agent.limits import Limits, Price, RunLimitReached, RunLimits, VirtualTimeLoop
+from sovereign_agent.limits import (
+    Limits,
+    Price,
+    RateLimit,
+    RunLimitReached,
+    RunLimits,
+    VirtualTimeLoop,
+)
 from sovereign_agent.loop import RunRecord, StopReason, TurnDispatcher, run_task
 from sovereign_agent.models import (
     AssistantMessage,
@@ -31,9 +39,11 @@ from sovereign_agent.models import (
     ToolMessage,
     Usage,
 )
+from sovereign_agent.shop import build_tools
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow, ToolCall, ToolOutcome
 from sovereign_agent.trace import JsonLinesFile, Recorder, read_trace
 from sovereign_agent.trace.format import RunFinishedEvent
+from sovereign_agent.trace.replay import replay_run
 from sovereign_agent.trace.summary import format_summary, summarize
 
 READ = frozenset({Effect.READ})
@@ -326,3 +336,78 @@ def test_any_turn_keeps_the_models_order_and_runs_only_reads_together(
             batch = max(batch, tenths / 10)
     assert run.elapsed_s() == pytest.approx(expected + batch)
     run.close()
+
+
+class ListsStock:
+    """Asks for the stock list every turn, reporting growing usage; for a replayable run."""
+
+    label = "lists-stock"
+
+    def __init__(self) -> None:
+        self.requests = 0
+
+    def complete(
+        self, messages: Sequence[Message], *, tools: Sequence[dict[str, Any]] = ()
+    ) -> ModelReply:
+        self.requests += 1
+        call = AssistantToolCall(id=f"c{self.requests}", name="list_stock", arguments_json="{}")
+        return ModelReply(
+            message=AssistantMessage(tool_calls=(call,)),
+            model="shop-model",
+            usage=Usage(input_tokens=30 + 20 * self.requests, output_tokens=10),
+        )
+
+
+@pytest.mark.parametrize(
+    ("limits", "refused"),
+    [
+        (Limits(max_tokens=150), 0),
+        # One call a minute: every call after the first is refused rate_limited.
+        (Limits(max_tokens=400, run_rate=RateLimit(calls=1, per_s=60.0)), 3),
+        (Limits(max_tokens=400, tool_timeout_s=0.5), 0),
+    ],
+    ids=["a budget stop", "rate limited calls", "no limit met"],
+)
+def test_a_limited_run_replays_without_its_limits_taking_their_answers_from_the_trace(
+    tmp_path: Path, limits: Limits, refused: int
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    with RunLimits(limits, loop_factory=VirtualTimeLoop) as run:
+        record = run_task(
+            run.model(ListsStock()),
+            run.dispatcher(build_tools(SHOP)),
+            "what is in the freezer?",
+            max_steps=9,
+            max_tool_calls=9,
+            recorder=Recorder(JsonLinesFile(trace)),
+        )
+    assert record.stop_reason is StopReason.TOKEN_BUDGET
+    assert sum(code == "rate_limited" for _, code in record.refused) == refused
+    report = replay_run(read_trace(trace)[0])
+    assert report.divergence is None
+    assert any("its stop was taken from the trace" in note for note in report.notes)
+    answered = [note for note in report.notes if "answered from the trace" in note]
+    if refused:
+        assert len(answered) == 1 and answered[0].startswith(f"{refused} call(s) a limit answered")
+    else:
+        assert answered == []
+
+
+def test_a_replay_still_diverges_where_a_tool_now_answers_differently(tmp_path: Path) -> None:
+    # Answering a limit's refusals from the trace must not hide a real change:
+    # the calls that ran are run again, and a changed shop diverges.
+    trace = tmp_path / "trace.jsonl"
+    limits = Limits(max_tokens=400, run_rate=RateLimit(calls=1, per_s=60.0))
+    with RunLimits(limits, loop_factory=VirtualTimeLoop) as run:
+        run_task(
+            run.model(ListsStock()),
+            run.dispatcher(build_tools(SHOP)),
+            "what is in the freezer?",
+            max_steps=9,
+            max_tool_calls=9,
+            recorder=Recorder(JsonLinesFile(trace)),
+        )
+    changed = {**SHOP, "products": [{**p, "on_hand": p["on_hand"] + 1} for p in SHOP["products"]]}
+    report = replay_run(read_trace(trace)[0], setup=lambda **_: build_tools(changed))
+    assert report.divergence is not None
+    assert report.divergence.kind == "tool_outcome"
