@@ -1,4 +1,4 @@
-"""Printed in chapters 3 and 7: the agent loop, where the model asks and the runtime keeps control.
+"""Printed in chapters 3, 7 and 13: the agent loop, where the model asks and the runtime decides.
 
 One run is a small state machine. The runtime asks the model for a reply; a
 reply without tool calls is the final answer; a reply with tool calls is
@@ -17,6 +17,11 @@ a document nobody vouches for): when an outcome carries a `Narrowing`, the
 loop scopes its dispatcher to what was kept, for the rest of the run, and the
 record and the trace say which call narrowed it, why, and what it removed.
 
+Chapter 13 names the stops its limits make (a `RunLimitReached` from the model
+client ends the run under the limit's name, not as a model error), and hands
+a turn's reads to a dispatcher that can run them side by side (`attempt_turn`),
+each answered in the model's order; any other call still runs alone.
+
 The definitions below are the ones the chapters print, line for line (a test
 compares their syntax trees with the latest learner file that defines them).
 """
@@ -24,10 +29,14 @@ compares their syntax trees with the latest learner file that defines them).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from enum import StrEnum
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from sovereign_agent.limits import RunLimitReached, may_run_concurrently
 from sovereign_agent.models import (
     AssistantToolCall,
     Message,
@@ -43,11 +52,14 @@ from sovereign_agent.trace.recorder import Recorder, recorder_from_env
 __all__ = [
     "RunRecord",
     "StopReason",
+    "TurnDispatcher",
+    "answer_together",
     "check_setup",
     "observation_message",
     "one_line",
     "parse_tool_call",
     "run_task",
+    "runs_side_by_side",
 ]
 
 # Arguments for the shop's tools fit in a few dozen characters and one level of
@@ -66,6 +78,10 @@ class StopReason(StrEnum):
     TOOL_CALL_LIMIT = "tool_call_limit"
     MODEL_ERROR = "model_error"
     DUPLICATE_CALL_ID = "duplicate_call_id"
+    # Chapter 13: one of the run's limits refused its next model request.
+    TOKEN_BUDGET = "token_budget"
+    MONEY_BUDGET = "money_budget"
+    DEADLINE = "deadline"
 
 
 class RunRecord(BaseModel):
@@ -161,6 +177,43 @@ def one_line(error: Exception) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
+@runtime_checkable
+class TurnDispatcher(Protocol):
+    """A dispatcher that can answer several calls of one turn together (chapter 13)."""
+
+    def attempt_turn(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]: ...
+
+
+def runs_side_by_side(dispatcher: Dispatcher, call: ToolCall) -> bool:
+    """Whether `call` may run beside others of its turn: a dispatcher that can, and a read."""
+    tool = dispatcher.tools.get(call.name)
+    return (
+        isinstance(dispatcher, TurnDispatcher)
+        and tool is not None
+        and call.name in dispatcher.allowed
+        and may_run_concurrently(tool)
+    )
+
+
+def answer_together(
+    dispatcher: Dispatcher, ready: Mapping[int, ToolCall], first: int
+) -> dict[int, ToolOutcome]:
+    """The outcomes of the call at `first` and of the reads right after it, run side by side.
+
+    A call that may not run beside others is answered alone, by `attempt`,
+    as chapter 3 answered every call. The run of reads stops at the first
+    call that is not one, or that the loop itself refused (it is not `ready`).
+    """
+    batch = [first]
+    if runs_side_by_side(dispatcher, ready[first]):
+        while batch[-1] + 1 in ready and runs_side_by_side(dispatcher, ready[batch[-1] + 1]):
+            batch.append(batch[-1] + 1)
+    if len(batch) == 1 or not isinstance(dispatcher, TurnDispatcher):
+        return {first: dispatcher.attempt(ready[first])}
+    outcomes = dispatcher.attempt_turn([ready[index] for index in batch])
+    return dict(zip(batch, outcomes, strict=True))
+
+
 def run_task(
     model: ModelClient,
     dispatcher: Dispatcher,
@@ -217,6 +270,9 @@ def run_task(
         trace.model_request(messages, tools)
         try:
             reply = model.complete(tuple(messages), tools=tools)
+        except RunLimitReached as error:
+            # Not the provider failing: the run's own limit, named as its stop.
+            return finish(StopReason(error.limit), error=one_line(error))
         except ModelError as error:
             return finish(StopReason.MODEL_ERROR, error=one_line(error))
         trace.model_reply(reply)
@@ -236,9 +292,12 @@ def run_task(
         # The model gets no step after this one, so nothing it asks for now
         # would ever be read: answer each call with a refusal instead of running it.
         stop = StopReason.STEP_LIMIT if steps == max_steps else None
-        for raw in calls:
+        # The loop's own checks first, for the whole turn in the model's order:
+        # a call that passes them is `ready` for the dispatcher.
+        refusals: list[str | None] = []
+        ready: dict[int, ToolCall] = {}
+        for index, raw in enumerate(calls):
             requested.append(raw.name)
-            trace.tool_call(raw)
             call = parse_tool_call(raw)
             refusal: str | None = None
             if call is None:
@@ -251,12 +310,27 @@ def run_task(
                 # and the model is not asked again.
                 refusal = "tool_call_limit"
                 stop = StopReason.TOOL_CALL_LIMIT
-            if call is None or refusal is not None:
+            else:
+                dispatched += 1
+                ready[index] = call
+            refusals.append(refusal)
+        answered: dict[int, ToolOutcome] = {}
+        for index, raw in enumerate(calls):
+            trace.tool_call(raw)
+            refusal = refusals[index]
+            if refusal is not None:
                 # Stopped by the loop itself: nothing ran, and the model gets a code.
                 outcome = ToolOutcome({"ok": False, "error": refusal}, handler_ran=False)
             else:
-                dispatched += 1
-                outcome = dispatcher.attempt(call)
+                if index not in answered:
+                    answered.update(answer_together(dispatcher, ready, index))
+                outcome = answered.pop(index)
+                if outcome.handler_ran and raw.name not in dispatcher.allowed:
+                    # It ran beside a read that then narrowed the run without it:
+                    # it ran, but the narrowed run does not show what it read.
+                    outcome = replace(
+                        outcome, observation={"ok": False, "error": "tool_not_allowed"}
+                    )
             trace.tool_outcome(raw, outcome)
             if outcome.narrowing is not None:
                 # From the next call on, the run has only what was kept; scoped()

@@ -319,7 +319,9 @@ def test_concurrent_reads_keep_the_models_order_whatever_finishes_first(delays: 
 
 def test_a_call_past_the_runs_deadline_is_refused_and_the_model_is_not_asked_again() -> None:
     shop = Shop()
-    run, dispatcher = limited(shop, Limits(deadline_s=5.0))
+    # No declared classes: the calls run one after another, so the third
+    # starts past the deadline (reads side by side would all start at 0.0).
+    run, dispatcher = limited(shop, Limits(deadline_s=5.0), read_classes=frozenset())
     asks = [
         AssistantMessage(
             tool_calls=(
@@ -334,7 +336,7 @@ def test_a_call_past_the_runs_deadline_is_refused_and_the_model_is_not_asked_aga
     record = run_task(run.model(model), dispatcher, "count", max_steps=4, max_tool_calls=9)
     assert record.refused == (("read_a", "deadline"),)
     assert record.executed == ("read_a", "read_a")
-    assert record.stop_reason is StopReason.MODEL_ERROR
+    assert record.stop_reason is StopReason.DEADLINE
     assert record.error == "DeadlinePassed: deadline: 6.0 s of 5 s gone"
     assert len(model.calls) == 1
     with pytest.raises(DeadlinePassed):

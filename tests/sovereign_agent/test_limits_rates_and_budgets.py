@@ -237,10 +237,11 @@ def test_a_run_over_budget_stops_by_the_limits_name_and_the_summary_counts_it(
         )
     assert model.requests == 2
     assert record.executed == ("look", "look")
-    assert record.stop_reason is StopReason.MODEL_ERROR
+    assert record.stop_reason is StopReason.TOKEN_BUDGET
     assert record.error == (
         "TokenBudgetSpent: token_budget: 100 of 150 tokens spent; "
         "the next request reads at least 60"
     )
     lines = format_summary(summarize(read_trace(trace)))
     assert "limits: token_budget 1" in lines
+    assert "stops: token_budget 1" in lines

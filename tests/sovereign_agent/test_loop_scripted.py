@@ -560,13 +560,17 @@ def test_the_run_record_is_frozen() -> None:
     assert record.requested == ()
 
 
-def test_stop_reasons_are_exactly_the_five_named_ones() -> None:
+def test_stop_reasons_are_exactly_the_named_ones() -> None:
+    # Chapter 3's five, then chapter 13's three limits of a run.
     assert [reason.value for reason in StopReason] == [
         "final_answer",
         "step_limit",
         "tool_call_limit",
         "model_error",
         "duplicate_call_id",
+        "token_budget",
+        "money_budget",
+        "deadline",
     ]
 
 

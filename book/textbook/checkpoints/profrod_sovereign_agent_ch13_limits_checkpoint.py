@@ -15,7 +15,13 @@ from pydantic import BaseModel, ConfigDict
 
 from sovereign_agent.effects import Effect
 from sovereign_agent.limits import Limits, RateLimit, RunLimits, VirtualTimeLoop
-from sovereign_agent.models import ModelResponseError
+from sovereign_agent.loop import run_task
+from sovereign_agent.models import (
+    AssistantMessage,
+    AssistantToolCall,
+    ModelResponseError,
+    ScriptedModel,
+)
 from sovereign_agent.models.streaming import (
     ChatCompletionAssembler,
     MessagesAssembler,
@@ -158,7 +164,29 @@ def main() -> None:
         print(f"three reads, {how}: {answers}; done at {run.elapsed_s():.1f} s")
         run.close()
 
-    # 4. The same turn streamed in both dialects, then cut part-way.
+    # 4. The same turn asked for by a model: the loop runs the reads side by
+    #    side; then, with a deadline of 5 s and calls that run alone, the run
+    #    stops under the deadline's name.
+    three_reads = AssistantMessage(
+        tool_calls=tuple(
+            AssistantToolCall(id=call.id, name=call.name, arguments_json=json.dumps(call.arguments))
+            for call in calls
+        )
+    )
+    for limits, effects in ((Limits(), READS), (Limits(deadline_s=5.0), frozenset())):
+        run = RunLimits(limits, loop_factory=VirtualTimeLoop)
+        seconds = 0.2 if limits.deadline_s is None else 3.0
+        record = run_task(
+            run.model(ScriptedModel([three_reads, AssistantMessage(content="Checked.")])),
+            run.dispatcher(supplier_tools(seconds, effects)),
+            "Check all three.",
+            max_steps=2,
+            max_tool_calls=3,
+        )
+        print(f"three reads in a run: stop {record.stop_reason} at {run.elapsed_s():.1f} s")
+        run.close()
+
+    # 5. The same turn streamed in both dialects, then cut part-way.
     chat, messages = turn_events()
     for name, data, assembler in (
         ("chat completions", wire(chat, named=False), ChatCompletionAssembler(model="m")),

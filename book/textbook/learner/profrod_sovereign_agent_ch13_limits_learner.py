@@ -1,7 +1,9 @@
 """Chapter 13 (Limits): the file the chapter asks the reader to save.
 
 The supplier the chapter makes slow, the token bucket of section 13.4, the
-metered model of section 13.5, and the two dialects' streams of section 13.8.
+metered model of section 13.5, chapter 3's loop as section 13.7 changes it
+(stops named by their limit, a turn's reads side by side), and the two
+dialects' streams of section 13.8.
 """
 
 from __future__ import annotations
@@ -9,21 +11,37 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from sovereign_agent.effects import Effect
+from sovereign_agent.limits import RunLimitReached, may_run_concurrently
+from sovereign_agent.loop import (
+    RunRecord,
+    check_setup,
+    observation_message,
+    one_line,
+    parse_tool_call,
+)
 from sovereign_agent.models import (
     AssistantMessage,
     AssistantToolCall,
+    Message,
+    ModelClient,
+    ModelError,
     ModelReply,
     ModelResponseError,
+    SystemMessage,
     Usage,
+    UserMessage,
 )
 from sovereign_agent.models.streaming import ServerEvent, StreamAssembler, assemble
-from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolCall, ToolOutcome
+from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrowing, ToolCall, ToolOutcome
+from sovereign_agent.trace import Recorder, recorder_from_env
 
 # What the supplier can deliver, per product (chapter 9's fixture).
 SUPPLIER = {"VANILLA": 40, "CHOCOLATE": 12, "STRAWBERRY": 0}
@@ -125,6 +143,194 @@ class MeteredModel:
             model="shop-model",
             usage=Usage(input_tokens=400 * self.requests, output_tokens=50),
         )
+
+
+class StopReason(StrEnum):
+    """Why a run ended. The runtime names it; the model never chooses it."""
+
+    FINAL_ANSWER = "final_answer"
+    STEP_LIMIT = "step_limit"
+    TOOL_CALL_LIMIT = "tool_call_limit"
+    MODEL_ERROR = "model_error"
+    DUPLICATE_CALL_ID = "duplicate_call_id"
+    # Chapter 13: one of the run's limits refused its next model request.
+    TOKEN_BUDGET = "token_budget"
+    MONEY_BUDGET = "money_budget"
+    DEADLINE = "deadline"
+
+
+@runtime_checkable
+class TurnDispatcher(Protocol):
+    """A dispatcher that can answer several calls of one turn together (chapter 13)."""
+
+    def attempt_turn(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]: ...
+
+
+def runs_side_by_side(dispatcher: Dispatcher, call: ToolCall) -> bool:
+    """Whether `call` may run beside others of its turn: a dispatcher that can, and a read."""
+    tool = dispatcher.tools.get(call.name)
+    return (
+        isinstance(dispatcher, TurnDispatcher)
+        and tool is not None
+        and call.name in dispatcher.allowed
+        and may_run_concurrently(tool)
+    )
+
+
+def answer_together(
+    dispatcher: Dispatcher, ready: Mapping[int, ToolCall], first: int
+) -> dict[int, ToolOutcome]:
+    """The outcomes of the call at `first` and of the reads right after it, run side by side.
+
+    A call that may not run beside others is answered alone, by `attempt`,
+    as chapter 3 answered every call. The run of reads stops at the first
+    call that is not one, or that the loop itself refused (it is not `ready`).
+    """
+    batch = [first]
+    if runs_side_by_side(dispatcher, ready[first]):
+        while batch[-1] + 1 in ready and runs_side_by_side(dispatcher, ready[batch[-1] + 1]):
+            batch.append(batch[-1] + 1)
+    if len(batch) == 1 or not isinstance(dispatcher, TurnDispatcher):
+        return {first: dispatcher.attempt(ready[first])}
+    outcomes = dispatcher.attempt_turn([ready[index] for index in batch])
+    return dict(zip(batch, outcomes, strict=True))
+
+
+def run_task(
+    model: ModelClient,
+    dispatcher: Dispatcher,
+    task: str,
+    *,
+    max_steps: int,
+    max_tool_calls: int,
+    system: str | None = None,
+    recorder: Recorder | None = None,
+) -> RunRecord:
+    """Let the model work on one task, inside bounds the runtime set and enforces.
+
+    Everything the run does is told to `recorder`; without one, to a recorder
+    for the file SOVEREIGN_TRACE names, which records nothing when it is unset.
+    A tool may narrow the run's tools for the rest of it; nothing widens them.
+    """
+    check_setup(dispatcher, max_steps=max_steps, max_tool_calls=max_tool_calls)
+    trace = recorder_from_env() if recorder is None else recorder
+    messages: list[Message] = [] if system is None else [SystemMessage(content=system)]
+    messages.append(UserMessage(content=task))
+    trace.run_started(
+        model, dispatcher, task, system=system, max_steps=max_steps, max_tool_calls=max_tool_calls
+    )
+    requested: list[str] = []
+    executed: list[str] = []
+    refused: list[tuple[str, str]] = []
+    narrowings: list[Narrowing] = []
+    answered_ids: set[str] = set()
+    steps = 0
+    dispatched = 0
+
+    def finish(
+        reason: StopReason, answer: str | None = None, error: str | None = None
+    ) -> RunRecord:
+        record = RunRecord(
+            stop_reason=reason,
+            answer=answer,
+            error=error,
+            steps=steps,
+            messages=tuple(messages),
+            requested=tuple(requested),
+            executed=tuple(executed),
+            refused=tuple(refused),
+            narrowings=tuple(narrowings),
+        )
+        trace.run_finished(record)
+        return record
+
+    while True:
+        steps += 1
+        # The tools on offer are asked for at every step, not once: what a
+        # run may use can narrow while it runs.
+        tools = dispatcher.schemas()
+        trace.model_request(messages, tools)
+        try:
+            reply = model.complete(tuple(messages), tools=tools)
+        except RunLimitReached as error:
+            # Not the provider failing: the run's own limit, named as its stop.
+            return finish(StopReason(error.limit), error=one_line(error))
+        except ModelError as error:
+            return finish(StopReason.MODEL_ERROR, error=one_line(error))
+        trace.model_reply(reply)
+        messages.append(reply.message)
+        calls = reply.message.tool_calls
+        if not calls:
+            return finish(StopReason.FINAL_ANSWER, answer=reply.message.content)
+        ids = [raw.id for raw in calls]
+        if len(set(ids)) < len(ids) or not answered_ids.isdisjoint(ids):
+            # One id, two answers: no provider accepts that transcript, and no
+            # one could tell which answer belongs to which call. Nothing in
+            # this reply runs, and the run ends here.
+            requested.extend(raw.name for raw in calls)
+            refused.extend((raw.name, "duplicate_call_id") for raw in calls)
+            return finish(StopReason.DUPLICATE_CALL_ID)
+        answered_ids.update(ids)
+        # The model gets no step after this one, so nothing it asks for now
+        # would ever be read: answer each call with a refusal instead of running it.
+        stop = StopReason.STEP_LIMIT if steps == max_steps else None
+        # The loop's own checks first, for the whole turn in the model's order:
+        # a call that passes them is `ready` for the dispatcher.
+        refusals: list[str | None] = []
+        ready: dict[int, ToolCall] = {}
+        for index, raw in enumerate(calls):
+            requested.append(raw.name)
+            call = parse_tool_call(raw)
+            refusal: str | None = None
+            if call is None:
+                # A fixed code: the model's own malformed text is never echoed back.
+                refusal = "malformed_tool_call"
+            elif stop is StopReason.STEP_LIMIT:
+                refusal = "step_limit"
+            elif dispatched == max_tool_calls:
+                # The budget is spent mid-turn: the rest of this turn is refused,
+                # and the model is not asked again.
+                refusal = "tool_call_limit"
+                stop = StopReason.TOOL_CALL_LIMIT
+            else:
+                dispatched += 1
+                ready[index] = call
+            refusals.append(refusal)
+        answered: dict[int, ToolOutcome] = {}
+        for index, raw in enumerate(calls):
+            trace.tool_call(raw)
+            refusal = refusals[index]
+            if refusal is not None:
+                # Stopped by the loop itself: nothing ran, and the model gets a code.
+                outcome = ToolOutcome({"ok": False, "error": refusal}, handler_ran=False)
+            else:
+                if index not in answered:
+                    answered.update(answer_together(dispatcher, ready, index))
+                outcome = answered.pop(index)
+                if outcome.handler_ran and raw.name not in dispatcher.allowed:
+                    # It ran beside a read that then narrowed the run without it:
+                    # it ran, but the narrowed run does not show what it read.
+                    outcome = replace(
+                        outcome, observation={"ok": False, "error": "tool_not_allowed"}
+                    )
+            trace.tool_outcome(raw, outcome)
+            if outcome.narrowing is not None:
+                # From the next call on, the run has only what was kept; scoped()
+                # intersects, so no tool can widen the run by asking to.
+                dispatcher = dispatcher.scoped(outcome.narrowing.kept)
+                narrowings.append(outcome.narrowing)
+                trace.scope_narrowed(outcome.narrowing)
+            # A call whose handler ran is executed, whatever the model was told:
+            # a handler that failed, or whose result was too large, still ran.
+            if outcome.handler_ran:
+                executed.append(raw.name)
+            else:
+                refused.append((raw.name, str(outcome.observation["error"])))
+            # Every call is answered, in the model's order, under its own id:
+            # a provider rejects a transcript with an unanswered call.
+            messages.append(observation_message(raw.id, outcome.observation))
+        if stop is not None:
+            return finish(stop)
 
 
 def turn_events() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

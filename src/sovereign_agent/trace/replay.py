@@ -34,11 +34,17 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sovereign_agent.limits import (
+    DeadlinePassed,
+    MoneyBudgetSpent,
+    RunLimitReached,
+    TokenBudgetSpent,
+)
 from sovereign_agent.loop import run_task
 from sovereign_agent.models import (
     AssistantMessage,
@@ -48,7 +54,7 @@ from sovereign_agent.models import (
     ModelResponseError,
     Usage,
 )
-from sovereign_agent.tools import Dispatcher
+from sovereign_agent.tools import Dispatcher, ToolCall, ToolFailure, ToolOutcome
 from sovereign_agent.trace.format import (
     ModelReplyEvent,
     ModelRequestEvent,
@@ -188,13 +194,78 @@ def _dispatcher_for(
     return dispatcher  # type: ignore[no-any-return]
 
 
-class _ReplayModel:
-    """Answers each step with the reply recorded for it; past the last one, a model error."""
+# The stops a run's limits make (chapter 13), by the stop reason they record.
+LIMIT_STOPS: Mapping[str, type[RunLimitReached]] = {
+    kind.limit: kind for kind in (TokenBudgetSpent, MoneyBudgetSpent, DeadlinePassed)
+}
 
-    def __init__(self, started: RunStartedEvent, replies: Sequence[ModelReplyEvent]) -> None:
+
+# The codes a call gets from a limit (chapter 13): from the clock, a bucket or a timeout.
+LIMIT_CODES = frozenset({"rate_limited", "deadline", "tool_timeout"})
+
+
+class _LimitsAsRecorded(Dispatcher):
+    """A dispatcher that answers from the trace each call a limit answered when it was recorded.
+
+    Whether a call was rate limited, late or too slow depended on the recorded
+    run's clock and buckets, which the trace does not hold: replayed without
+    them, the call would run and the replay would diverge for no fault of the
+    tools. Every other call goes through the dispatcher's checks and runs.
+    """
+
+    def __init__(self, dispatcher: Dispatcher, answers: Mapping[str, ToolOutcome]) -> None:
+        super().__init__(
+            dispatcher.tools.values(),
+            allowed=dispatcher.allowed,
+            before_write=dispatcher._before_write,
+            max_result_bytes=dispatcher.max_result_bytes,
+            hints=dispatcher.hints,
+            setup=dispatcher.setup,
+        )
+        self._answers = answers
+
+    def scoped(self, names: Iterable[str]) -> Dispatcher:
+        return _LimitsAsRecorded(super().scoped(names), self._answers)
+
+    def attempt(self, call: ToolCall) -> ToolOutcome:
+        answer = self._answers.get(call.id)
+        return super().attempt(call) if answer is None else answer
+
+
+def _limit_answers(run: RecordedRun) -> dict[str, ToolOutcome]:
+    """The outcome of every call a limit answered in `run`, by call id (unique in a run)."""
+    answers: dict[str, ToolOutcome] = {}
+    for event in run.events:
+        if isinstance(event, ToolOutcomeEvent) and event.code in LIMIT_CODES:
+            failure = None
+            if event.failure_stage is not None:
+                failure = ToolFailure(
+                    event.failure_stage, event.exception_type or "", event.exception_message or ""
+                )
+            answers[event.call_id] = ToolOutcome(
+                event.observation, handler_ran=event.handler_ran, failure=failure
+            )
+    return answers
+
+
+class _ReplayModel:
+    """Answers each step with the reply recorded for it; past the last one, what stopped the run.
+
+    That is a model error, or, for a run its limits stopped, the same limit:
+    the replay has no limits of its own (the trace does not record them), so
+    the stop is taken from the trace, as a remote call's outcome is.
+    """
+
+    def __init__(
+        self,
+        started: RunStartedEvent,
+        replies: Sequence[ModelReplyEvent],
+        stopped_by: type[RunLimitReached] | None = None,
+    ) -> None:
         self._label = f"replay of {started.model}"
         self.model = started.request_model
         self._replies = list(replies)
+        self._stopped_by = stopped_by
         self.asked = 0
 
     @property
@@ -206,6 +277,8 @@ class _ReplayModel:
     ) -> ModelReply:
         self.asked += 1
         if self.asked > len(self._replies):
+            if self._stopped_by is not None:
+                raise self._stopped_by("as the trace recorded; the replay applies no limits")
             # Where the recorded run met a model error, so does the replay.
             raise ModelResponseError(f"the trace holds no reply for step {self.asked}")
         recorded = self._replies[self.asked - 1]
@@ -434,6 +507,22 @@ def replay_run(
     dispatcher, sources = with_recorded_remote(run, dispatcher)
     replies = [event for event in run.events if isinstance(event, ModelReplyEvent)]
     checker = _Checker(run)
+    finished = run.events[-1]
+    stopped_by = (
+        LIMIT_STOPS.get(finished.stop_reason) if isinstance(finished, RunFinishedEvent) else None
+    )
+    limited = _limit_answers(run)
+    if limited:
+        dispatcher = _LimitsAsRecorded(dispatcher, limited)
+        checker.notes.append(
+            f"{len(limited)} call(s) a limit answered (rate_limited, deadline, tool_timeout) "
+            "were answered from the trace: the replay applies no limits"
+        )
+    if stopped_by is not None:
+        checker.notes.append(
+            f"the run stopped {stopped_by.limit}, a limit the trace does not record: "
+            "its stop was taken from the trace, not reached again"
+        )
     remote = remote_sources(run)
     if remote:
         checker.notes.append(
@@ -443,7 +532,7 @@ def replay_run(
     span = (run.lines[0], run.lines[-1])
     try:
         run_task(
-            _ReplayModel(started, replies),
+            _ReplayModel(started, replies, stopped_by),
             dispatcher,
             started.task,
             max_steps=started.max_steps,

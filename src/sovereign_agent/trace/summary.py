@@ -61,6 +61,9 @@ FAILURE_CLASSES: Mapping[str, FailureClass] = {
     "rate_limited": FailureClass.BUDGET,
     "deadline": FailureClass.BUDGET,
     "tool_timeout": FailureClass.TOOL_FAILED,
+    # ... and the stops its budgets make (a deadline stop is named as its refusal is).
+    "token_budget": FailureClass.BUDGET,
+    "money_budget": FailureClass.BUDGET,
     "duplicate_call_id": FailureClass.DUPLICATE_CALL_ID,
     "model_error": FailureClass.MODEL_ERROR,
 }
@@ -106,9 +109,12 @@ class TraceSummary:
     limits: Counter[str] = field(default_factory=Counter)
 
 
-# The codes a call gets from a limit, and the errors a run stops with when a
-# limit refuses its next model request (`sovereign_agent.limits`), by name.
+# The codes a call gets from a limit, and the stop reasons a run ends with when
+# a limit refuses its next model request (`sovereign_agent.limits`).
 LIMIT_CODES = frozenset({"rate_limited", "deadline", "tool_timeout"})
+LIMIT_STOP_REASONS = frozenset({"deadline", "token_budget", "money_budget"})
+# A trace recorded before those stops had names of their own says `model_error`,
+# and the error's class names the limit: it is still counted by that limit.
 LIMIT_STOPS: Mapping[str, str] = {
     "DeadlinePassed": "deadline",
     "TokenBudgetSpent": "token_budget",
@@ -144,7 +150,9 @@ def summarize(runs: Sequence[RecordedRun]) -> TraceSummary:
             elif isinstance(event, RunFinishedEvent):
                 stop_reasons[event.stop_reason] += 1
                 stopped_by = LIMIT_STOPS.get(event.error_type or "")
-                if event.stop_reason == "model_error" and stopped_by is not None:
+                if event.stop_reason in LIMIT_STOP_REASONS:
+                    limits[event.stop_reason] += 1
+                elif event.stop_reason == "model_error" and stopped_by is not None:
                     limits[stopped_by] += 1
                 stopped = failure_class(event.stop_reason)
                 if stopped is not None:
