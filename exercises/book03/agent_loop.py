@@ -1,9 +1,10 @@
-"""Exercise Book 3 starter: chapter 3's bounded loop, ready for both exercises.
+"""Exercise Book 3 starter: chapter 3's bounded loop, ready for the exercises.
 
 This is the file you saved in chapter 3, plus a few helpers and, at the end,
 the grader's door: small functions that let the grader, which can only send
 and receive plain JSON, run your loop. It works, and it does NOT do the
-exercises yet: look for the lines marked `Exercise 1` and `Exercise 2`.
+exercises yet: look for the lines marked `Exercise 1`, `Exercise 2` and
+`Exercise 3`.
 
 Check your progress at any time (from the repository root):
 
@@ -55,6 +56,7 @@ class StopReason(StrEnum):
     MODEL_ERROR = "model_error"
     DUPLICATE_CALL_ID = "duplicate_call_id"
     # Exercise 2: one more reason, REPEATED_REFUSAL = "repeated_refusal".
+    # Exercise 3 (Unit C): one more, NO_PROGRESS = "no_progress".
 
 
 class RunRecord(BaseModel):
@@ -489,6 +491,35 @@ def run_scripted(
         TASK,
         max_steps=max_steps,
         max_tool_calls=max_tool_calls,
+    )
+    return record_summary(record)
+
+
+def run_patient(
+    replies: list[dict[str, Any]],
+    shop: dict[str, Any],
+    prices: dict[str, int],
+    max_steps: int,
+    max_tool_calls: int,
+    patience: int,
+) -> dict[str, Any]:
+    """`run_scripted`'s run, with Unit C's `patience` handed to `run_task`."""
+    script = [
+        AssistantMessage(
+            content=reply.get("content"),
+            tool_calls=tuple(
+                AssistantToolCall(id=i, name=n, arguments_json=a) for i, n, a in reply["tool_calls"]
+            ),
+        )
+        for reply in replies
+    ]
+    record = run_task(
+        ScriptedModel(script),
+        delivery_tools(shop, prices, {}),
+        TASK,
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+        patience=patience,
     )
     return record_summary(record)
 

@@ -1,12 +1,12 @@
-"""Exercise Book 6 starter: chapter 6's reservations and deliveries, ready for both exercises.
+"""Exercise Book 6 starter: chapter 6's reservations and deliveries, ready for the exercises.
 
 This is chapter 6's learner file (the need that counts promised tubs and tubs
-on their way, migration 2, and the operator actions) with, at the end, the two
-exercises and "the grader's door": small functions through which the grader,
-which can only send and receive plain JSON, opens a store file of its own and
-calls your code. It runs, and it does none of the exercises yet: look for the
-parts marked `Exercise 1` and `Exercise 2`. Like chapter 6's file, it builds on
-the book's runtime for chapter 5's store.
+on their way, migration 2, and the operator actions) with, at the end, the
+three exercises and "the grader's door": small functions through which the
+grader, which can only send and receive plain JSON, opens a store file of its
+own and calls your code. It runs, and it does none of the exercises yet: look
+for the parts marked `Exercise 1`, `Exercise 2` and `Exercise 3`. Like
+chapter 6's file, it builds on the book's runtime for chapter 5's store.
 """
 
 import sqlite3
@@ -223,6 +223,21 @@ def write_off(connection: sqlite3.Connection, sku: str, tubs: int) -> dict[str, 
     return {**product, "needed": replenishment_need(product)}
 
 
+# --- Exercise 3 (Unit C): the stock-take, corrected (an open design task) ---------
+
+
+def stock_take(
+    connection: sqlite3.Connection, sheet: Mapping[str, Mapping[str, int]]
+) -> list[dict[str, Any]]:
+    """Exercise 3: Lucy's count sheet corrects the freezer, as Unit C's list of needs says.
+
+    Each line holds what the sheet showed on hand when she counted (`seen`)
+    and what she found (`counted`). The design is yours (Unit C). For now
+    this corrects nothing.
+    """
+    return []
+
+
 # --- The grader's door (leave this part as it is) --------------------------------
 # The grader sends and receives plain JSON. Each function opens the store file
 # it is given, does one thing through the code above, and closes it again, as a
@@ -294,6 +309,11 @@ def note_in_file(
 def write_off_in_file(path: str, sku: str, tubs: int) -> dict[str, Any]:
     with closing(open_store(path)) as connection:
         return write_off(connection, sku, tubs)
+
+
+def stock_take_in_file(path: str, sheet: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    with closing(open_store(path)) as connection:
+        return stock_take(connection, sheet)
 
 
 def write_version_1_file(path: str, shop: dict[str, Any], prices: dict[str, int]) -> None:

@@ -1,11 +1,12 @@
-"""Exercise Book 10: chapter 10's Friday, two rules for approvals, and one tool's classes.
+"""Exercise Book 10: chapter 10's Friday, three rules for approvals, and one tool's classes.
 
 The starter: it runs, and does none of the exercises yet. Chapter 10's
 definitions are here unchanged (`SHOP`, `friday_store`,
 `order_what_is_needed`); the runtime for approvals is the book's package,
 `sovereign_agent.approvals`. Exercise 1 gives each operator a spending cap;
 Exercise 2 releases the money a finished run no longer needs; Exercise 3
-says what a new tool, holding tubs, can do to the world. At the end,
+says what a new tool, holding tubs, can do to the world; Exercise 4, an
+open design task, says who may approve while Lucy is away. At the end,
 the grader's door: plain JSON in and out, a store file at the path given.
 """
 
@@ -126,6 +127,24 @@ def hold_tubs_tool(connection: sqlite3.Connection) -> ExecutableTool[DraftArgume
     )
 
 
+# --- Exercise 4: while Lucy is away (an open design task) ------------------------------
+
+
+def approve_while_away(
+    connection: sqlite3.Connection, approval_id: int, operator: str, away: Mapping[str, Any]
+) -> None:
+    """Approve while the owner is away, as Lucy's needs in Unit C say.
+
+    `away` is the shop's policy for one absence: `owner`, `deputy` and
+    `up_to`, the most pence the deputy's approvals may come to.
+
+    Exercise 4: for now this ignores `away` and approves as chapter 10 does.
+    The design is yours (Unit C); refuse with `ApprovalRefused`, a code of
+    your choosing, and change nothing when you refuse.
+    """
+    decide(connection, approval_id, operator, "approve")
+
+
 # --- The grader's door: plain JSON in and out; leave it as it is ----------------------
 
 
@@ -170,6 +189,21 @@ def decide_file(
         try:
             if decision == "approve":
                 approve_within_cap(store, approval_id, operator, caps)
+            else:
+                decide(store, approval_id, operator, "deny" if decision == "deny" else "revoke")
+        except ApprovalRefused as refused:
+            return f"refused: {refused.code}"
+        return read_approval(store, approval_id).status
+
+
+def away_file(
+    path: str, decision: str, approval_id: int, operator: str, away: dict[str, Any]
+) -> str:
+    """A decision while the owner is away: the approval's new status, or `refused: CODE`."""
+    with closing(open_store(path)) as store:
+        try:
+            if decision == "approve":
+                approve_while_away(store, approval_id, operator, away)
             else:
                 decide(store, approval_id, operator, "deny" if decision == "deny" else "revoke")
         except ApprovalRefused as refused:

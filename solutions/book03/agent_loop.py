@@ -1,9 +1,11 @@
-"""Solutions 3: chapter 3's bounded loop, with both exercises of Exercise Book 3 done.
+"""Solutions 3: chapter 3's bounded loop, with the exercises of Exercise Book 3 done.
 
 Exercise 1 (Unit A): `next_move`, one policy for every step of the offline
 model, which survives a delivery arriving in the middle of a run.
 Exercise 2 (Unit B): `StopReason.REPEATED_REFUSAL`, which ends a run whose
 model sends again a request the dispatcher already refused.
+Exercise 3 (Unit C, an open design task): `run_task`'s `patience`, which ends
+a run `no_progress` once that many turns in a row ran nothing.
 
 The grader calls only the functions under "The grader's door" at the end.
 """
@@ -52,6 +54,8 @@ class StopReason(StrEnum):
     DUPLICATE_CALL_ID = "duplicate_call_id"
     # Exercise 2: a model sending again a request the dispatcher already refused.
     REPEATED_REFUSAL = "repeated_refusal"
+    # Exercise 3: a model whose turns, `patience` of them in a row, ran nothing.
+    NO_PROGRESS = "no_progress"
 
 
 class RunRecord(BaseModel):
@@ -162,9 +166,26 @@ def run_task(
     max_steps: int,
     max_tool_calls: int,
     system: str | None = None,
+    patience: int | None = None,
 ) -> RunRecord:
-    """Let the model work on one task, inside bounds the runtime set and enforces."""
+    """Let the model work on one task, inside bounds the runtime set and enforces.
+
+    Exercise 3: with `patience`, a run whose last `patience` turns ran no
+    handler at all stops `no_progress`. Turns, not calls, are counted: a
+    model that tries three wrong tools in one turn has had one chance, and a
+    turn in which anything ran has moved the run on, so the count starts
+    again. A handler that ran and failed counts as running: the shop heard
+    the request and answered it, which is chapter 3's line between executed
+    and refused.
+    """
     check_setup(dispatcher, max_steps=max_steps, max_tool_calls=max_tool_calls)
+    # Like the other bounds, a patience that could only fail is refused before
+    # the model is asked anything (bool is an int: True is not a patience of 1).
+    if patience is not None and (
+        isinstance(patience, bool) or not isinstance(patience, int) or patience < 1
+    ):
+        raise ValueError(f"patience must be a positive int or None, got {patience!r}")
+    idle_turns = 0
     messages: list[Message] = [] if system is None else [SystemMessage(content=system)]
     messages.append(UserMessage(content=task))
     requested: list[str] = []
@@ -214,6 +235,7 @@ def run_task(
         # The model gets no step after this one, so nothing it asks for now
         # would ever be read: answer each call with a refusal instead of running it.
         stop = StopReason.STEP_LIMIT if steps == max_steps else None
+        ran_before = len(executed)
         for raw in calls:
             requested.append(raw.name)
             call = parse_tool_call(raw)
@@ -250,6 +272,10 @@ def run_task(
             # Every call is answered, in the model's order, under its own id:
             # a provider rejects a transcript with an unanswered call.
             messages.append(observation_message(raw.id, observation))
+        idle_turns = idle_turns + 1 if len(executed) == ran_before else 0
+        # The turn is answered whole first; any stop already decided names the run.
+        if stop is None and patience is not None and idle_turns >= patience:
+            stop = StopReason.NO_PROGRESS
         if stop is not None:
             return finish(stop)
 
@@ -514,6 +540,35 @@ def run_scripted(
         TASK,
         max_steps=max_steps,
         max_tool_calls=max_tool_calls,
+    )
+    return record_summary(record)
+
+
+def run_patient(
+    replies: list[dict[str, Any]],
+    shop: dict[str, Any],
+    prices: dict[str, int],
+    max_steps: int,
+    max_tool_calls: int,
+    patience: int,
+) -> dict[str, Any]:
+    """`run_scripted`'s run, with Unit C's `patience` handed to `run_task`."""
+    script = [
+        AssistantMessage(
+            content=reply.get("content"),
+            tool_calls=tuple(
+                AssistantToolCall(id=i, name=n, arguments_json=a) for i, n, a in reply["tool_calls"]
+            ),
+        )
+        for reply in replies
+    ]
+    record = run_task(
+        ScriptedModel(script),
+        delivery_tools(shop, prices, {}),
+        TASK,
+        max_steps=max_steps,
+        max_tool_calls=max_tool_calls,
+        patience=patience,
     )
     return record_summary(record)
 

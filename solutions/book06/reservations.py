@@ -1,11 +1,11 @@
 """Solutions 6: the reference answers to Exercise Book 6, on chapter 6's reservations.
 
 This is chapter 6's learner file (the need that counts promised tubs and tubs
-on their way, migration 2, and the operator actions) with, at the end, the two
-exercises and "the grader's door": small functions through which the grader,
-which can only send and receive plain JSON, opens a store file of its own and
-calls your code. The parts marked `Exercise 1` and `Exercise 2` are done; the
-rest is the starter, unchanged. Like chapter 6's file, it builds on the book's
+on their way, migration 2, and the operator actions) with, at the end, the
+three exercises and "the grader's door": small functions through which the
+grader, which can only send and receive plain JSON, opens a store file of its
+own and calls your code. The parts marked `Exercise 1` to `Exercise 3` are
+done; the rest is the starter, unchanged. Like chapter 6's file, it builds on the book's
 runtime for chapter 5's store.
 """
 
@@ -228,6 +228,43 @@ def write_off(connection: sqlite3.Connection, sku: str, tubs: int) -> dict[str, 
     return move_tubs(connection, "write off", sku, tubs, on_hand=-1)
 
 
+# --- Exercise 3 (Unit C): the stock-take, corrected (an open design task) ---------
+
+
+def stock_take(
+    connection: sqlite3.Connection, sheet: Mapping[str, Mapping[str, int]]
+) -> list[dict[str, Any]]:
+    """Exercise 3: Lucy's count sheet corrects the freezer, all of it or none of it.
+
+    Each line holds what the sheet showed on hand when she counted (`seen`)
+    and what she found (`counted`). Only the difference is what the count
+    found wrong: the shop kept selling and receiving while she typed, and a
+    correction written as "on_hand = counted" would undo every tub moved
+    since. So each line adds its difference to the row as it is now, under
+    the write lock, refused below zero like any action; promises and the van
+    are not the count's business.
+    """
+    if not sheet:
+        raise ValueError("a stock-take with no lines corrects nothing")
+    # Every number is checked before the lock: a bad line never takes it.
+    for sku, line in sheet.items():
+        for name in ("seen", "counted"):
+            if whole_number(name, line[name]) < 0:
+                raise ValueError(f"{sku}: {name} cannot be below 0 tubs")
+    with transaction(connection):
+        for sku, line in sheet.items():
+            found_wrong = line["counted"] - line["seen"]
+            refuse_below_zero(
+                read_product(connection, sku), "correct", abs(found_wrong), {"on_hand": found_wrong}
+            )
+            connection.execute(
+                "UPDATE products SET on_hand = on_hand + ? WHERE sku = ?", (found_wrong, sku)
+            )
+            supersede_stale_draft(connection, sku)
+        rows = [read_product(connection, sku) for sku in sorted(sheet)]
+    return [{**row, "needed": replenishment_need(row)} for row in rows]
+
+
 # --- The grader's door (leave this part as it is) --------------------------------
 # The grader sends and receives plain JSON. Each function opens the store file
 # it is given, does one thing through the code above, and closes it again, as a
@@ -299,6 +336,11 @@ def note_in_file(
 def write_off_in_file(path: str, sku: str, tubs: int) -> dict[str, Any]:
     with closing(open_store(path)) as connection:
         return write_off(connection, sku, tubs)
+
+
+def stock_take_in_file(path: str, sheet: dict[str, dict[str, int]]) -> list[dict[str, Any]]:
+    with closing(open_store(path)) as connection:
+        return stock_take(connection, sheet)
 
 
 def write_version_1_file(path: str, shop: dict[str, Any], prices: dict[str, int]) -> None:

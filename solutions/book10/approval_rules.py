@@ -1,10 +1,11 @@
-"""Exercise Book 10: chapter 10's Friday, two rules for approvals, and one tool's classes.
+"""Exercise Book 10: chapter 10's Friday, three rules for approvals, and one tool's classes.
 
 Chapter 10's definitions are here unchanged (`SHOP`, `friday_store`,
 `order_what_is_needed`); the runtime for approvals is the book's package,
 `sovereign_agent.approvals`. Exercise 1 gives each operator a spending cap;
 Exercise 2 releases the money a finished run no longer needs; Exercise 3
-says what a new tool, holding tubs, can do to the world. At the end,
+says what a new tool, holding tubs, can do to the world; Exercise 4, an
+open design task, says who may approve while Lucy is away. At the end,
 the grader's door: plain JSON in and out, a store file at the path given.
 """
 
@@ -151,6 +152,53 @@ def hold_tubs_tool(connection: sqlite3.Connection) -> ExecutableTool[DraftArgume
     )
 
 
+# --- Exercise 4: while Lucy is away (an open design task) ------------------------------
+
+
+def approve_while_away(
+    connection: sqlite3.Connection, approval_id: int, operator: str, away: Mapping[str, Any]
+) -> None:
+    """Approve while the owner is away: she still may, her deputy may within an allowance.
+
+    `away` is the shop's policy for one absence, handed in like the caps:
+    `owner`, `deputy` and `up_to`, the most pence the deputy's approvals may
+    come to. What counts is read from the ledger itself, where every decision
+    already carries its operator's name: the deputy's approvals still
+    reserving money and those already spent. A revoked or expired one spent
+    nothing and counts for nothing; what the owner approves is hers. Every
+    check comes before the ledger decides, so a refusal changes nothing, and
+    the ledger writes the real decider's name: a deputy never signs as the
+    owner.
+    """
+    if operator == away["owner"]:
+        decide(connection, approval_id, operator, "approve")
+        return
+    if operator != away["deputy"]:
+        # Only two people answer yes while she is away; the ledger still
+        # refuses a name it does not know first, as chapter 10 does.
+        if operator not in operators(connection):
+            raise ApprovalRefused("unknown_operator", f"{operator!r} is not an operator")
+        raise ApprovalRefused("owner_away", f"{operator} may not approve while the owner is away")
+    now = seconds(utc_now)
+    committed = sum(
+        approval.amount_pence
+        for approval in list_approvals(connection)
+        if approval.decided_by == operator
+        and (
+            approval.status == "USED"
+            or (approval.status == "APPROVED" and approval.expires_at > now)
+        )
+    )
+    amount = read_approval(connection, approval_id).amount_pence
+    if committed + amount > away["up_to"]:
+        raise ApprovalRefused(
+            "over_allowance",
+            f"approval {approval_id} is for {amount} pence; {operator} has approved "
+            f"{committed} of {away['up_to']} while the owner is away",
+        )
+    decide(connection, approval_id, operator, "approve")
+
+
 # --- The grader's door: plain JSON in and out; leave it as it is ----------------------
 
 
@@ -195,6 +243,21 @@ def decide_file(
         try:
             if decision == "approve":
                 approve_within_cap(store, approval_id, operator, caps)
+            else:
+                decide(store, approval_id, operator, "deny" if decision == "deny" else "revoke")
+        except ApprovalRefused as refused:
+            return f"refused: {refused.code}"
+        return read_approval(store, approval_id).status
+
+
+def away_file(
+    path: str, decision: str, approval_id: int, operator: str, away: dict[str, Any]
+) -> str:
+    """A decision while the owner is away: the approval's new status, or `refused: CODE`."""
+    with closing(open_store(path)) as store:
+        try:
+            if decision == "approve":
+                approve_while_away(store, approval_id, operator, away)
             else:
                 decide(store, approval_id, operator, "deny" if decision == "deny" else "revoke")
         except ApprovalRefused as refused:

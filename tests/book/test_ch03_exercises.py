@@ -41,6 +41,8 @@ UNIT_A = {
     "ex1_answer_total",
 }
 UNIT_B = {"ex2_repeat_stops", "ex2_same_arguments", "ex2_not_a_repeat", "ex2_turn_answered"}
+# Unit C, an open design task: graded by how runs end, never by the shape of the code.
+UNIT_C = {"ex3_no_progress_stops", "ex3_progress_starts_again", "ex3_patience_checked"}
 REPEAT_KEY = "json.dumps(call.arguments, sort_keys=True)"
 
 # name -> (edits to the solution, the checks the result must fail). A mistake
@@ -86,6 +88,41 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
         [('if any(not answer["ok"] for answer in answers):', "if False:")],
         {"ex1_delivery_recovers", "ex1_no_delivery", "ex1_delivery_to_zero", "ex1_answer_total"},
     ),
+    # Unit C: idle calls counted, not idle turns: two refusals in one turn stall the run.
+    "counts_idle_calls": (
+        [
+            (
+                "idle_turns = idle_turns + 1 if len(executed) == ran_before else 0",
+                "idle_turns = idle_turns + len(calls) if len(executed) == ran_before else 0",
+            )
+        ],
+        {"ex3_progress_starts_again"},
+    ),
+    # Unit C: the count never starts again, so a slow run is stopped as a stalled one.
+    "never_starts_again": (
+        [
+            (
+                "idle_turns = idle_turns + 1 if len(executed) == ran_before else 0",
+                "idle_turns = idle_turns + 1 if len(executed) == ran_before else idle_turns",
+            )
+        ],
+        {"ex3_progress_starts_again"},
+    ),
+    # Unit C: one turn too many before the stop.
+    "stops_one_turn_late": (
+        [("and idle_turns >= patience:", "and idle_turns > patience:")],
+        {"ex3_no_progress_stops", "ex3_progress_starts_again"},
+    ),
+    # Unit C: True passes for a patience of 1.
+    "patience_accepts_true": (
+        [
+            (
+                "        isinstance(patience, bool) or not isinstance(patience, int)",
+                "        not isinstance(patience, int)",
+            )
+        ],
+        {"ex3_patience_checked"},
+    ),
     # Running the last step's calls breaks chapter 3's promise about the step limit.
     "runs_the_last_step": (
         [("elif stop is StopReason.STEP_LIMIT:", "elif stop is StopReason.STEP_LIMIT and False:")],
@@ -115,7 +152,7 @@ def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(
     starter = report["starter"]
     assert starter.baseline == (len(CHAPTER_CHECKS), len(CHAPTER_CHECKS))
     assert starter.exercises[0] == 0
-    assert starter.failed == UNIT_A | UNIT_B
+    assert starter.failed == UNIT_A | UNIT_B | UNIT_C
     # Chapter 3's loop already drafts once without a delivery and runs calls
     # that repeat nothing: those checks hold, held back until the work is done.
     assert starter.outcomes["ex1_no_delivery"] == "locked"
@@ -182,7 +219,7 @@ def test_the_starter_keeps_chapter_3s_loop_and_the_grader_door_of_the_solution()
         assert body in STARTER, name
 
 
-@pytest.mark.parametrize("unit", ["unit_a", "unit_b"])
+@pytest.mark.parametrize("unit", ["unit_a", "unit_b", "unit_c"])
 def test_the_notebooks_are_generated_from_their_plans(unit: str) -> None:
     plan = BOOK / f"{unit}.md"
     expected = notebook_json(plan.read_text(encoding="utf-8"), source_name=plan.name)

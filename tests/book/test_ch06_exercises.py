@@ -30,6 +30,7 @@ LEARNER = (
 )
 DOOR = "# --- The grader's door"
 EXERCISE_2 = "# --- Exercise 2"
+EXERCISE_3 = "# --- Exercise 3"
 
 
 def hand_in(tmp_path: Path, reservations: str) -> Path:
@@ -87,14 +88,20 @@ def write_off(connection, sku, tubs):
 
 
 def with_write_off(source: str, replacement: str) -> str:
-    """The solution with its write_off replaced: the definition between Exercise 2 and the door."""
+    """The solution with its write_off replaced: the definition between Exercise 2 and 3."""
     start = source.index("def write_off(", source.index(EXERCISE_2))
-    return source[:start] + replacement.lstrip() + "\n\n" + source[source.index(DOOR) :]
+    return source[:start] + replacement.lstrip() + "\n\n" + source[source.index(EXERCISE_3) :]
 
 
 # --- the grader, through its command line, in bubblewrap ------------------------------
 
 NOTE_CHECKS = {"ex1_note_tests"}
+# Unit C, an open design task: graded by what the store holds after a sheet, never by code shape.
+UNIT_C = {
+    "ex3_stock_take_keeps_what_moved",
+    "ex3_stock_take_all_or_nothing",
+    "ex3_stock_take_supersedes",
+}
 MACHINE_CHECKS = {
     "ex2_machine_catches_clamping",
     "ex2_machine_catches_stale_drafts",
@@ -140,6 +147,52 @@ MISTAKES: dict[str, tuple[str, set[str]]] = {
     "note_empties_more_than_the_van": (
         SOLUTION.replace('off_the_van = min(tubs, product["incoming"])', "off_the_van = tubs"),
         {"ex1_note_surplus_accepted"},
+    ),
+    # Exercise 3 (Unit C's open design): the sheet's numbers written over the store's, so the
+    # collection or delivery made since the count is undone.
+    "stock_take_writes_the_sheet": (
+        SOLUTION.replace(
+            '"UPDATE products SET on_hand = on_hand + ? WHERE sku = ?", (found_wrong, sku)',
+            '"UPDATE products SET on_hand = ? WHERE sku = ?", (line["counted"], sku)',
+        ),
+        {"ex3_stock_take_keeps_what_moved", "ex3_stock_take_supersedes"},
+    ),
+    # Exercise 3: each line its own transaction; the good line stays when a later one fails.
+    "stock_take_line_by_line": (
+        SOLUTION.replace(
+            "    with transaction(connection):\n        for sku, line in sheet.items():\n"
+            '            found_wrong = line["counted"] - line["seen"]\n',
+            "    for sku, line in sheet.items():\n"
+            "        with transaction(connection):\n"
+            '            found_wrong = line["counted"] - line["seen"]\n',
+        ).replace(
+            "            supersede_stale_draft(connection, sku)\n"
+            "        rows = [read_product(connection, sku) for sku in sorted(sheet)]\n",
+            "            supersede_stale_draft(connection, sku)\n"
+            "    with transaction(connection):\n"
+            "        rows = [read_product(connection, sku) for sku in sorted(sheet)]\n",
+        ),
+        {"ex3_stock_take_all_or_nothing"},
+    ),
+    # Exercise 3: the numbers go to SQLite unchecked (6.0 and True go in as tubs).
+    "stock_take_trusts_its_numbers": (
+        SOLUTION.replace(
+            "    for sku, line in sheet.items():\n"
+            '        for name in ("seen", "counted"):\n'
+            "            if whole_number(name, line[name]) < 0:\n"
+            '                raise ValueError(f"{sku}: {name} cannot be below 0 tubs")\n',
+            "",
+        ),
+        {"ex3_stock_take_all_or_nothing"},
+    ),
+    # Exercise 3: the count corrected, its open draft left for the old need.
+    "stock_take_leaves_the_draft": (
+        SOLUTION.replace(
+            "            supersede_stale_draft(connection, sku)\n"
+            "        rows = [read_product(connection, sku) for sku in sorted(sheet)]\n",
+            "        rows = [read_product(connection, sku) for sku in sorted(sheet)]\n",
+        ),
+        {"ex3_stock_take_supersedes"},
     ),
     # Exercise 2: Unit B's three faults, each alone.
     "write_off_stops_at_0": (
@@ -234,7 +287,8 @@ def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(
     report: dict[str, Graded],
 ) -> None:
     starter = report["starter"]
-    assert (starter.baseline, starter.exercises) == ((6, 6), (0, 15))
+    assert (starter.baseline, starter.exercises) == ((6, 6), (0, 20))
+    assert starter.failed >= UNIT_C
     for guard in ("ex1_note_expected_lines", "ex2_write_off_moves_stock"):
         assert starter.outcomes[guard] == "locked"
 
@@ -350,6 +404,7 @@ seen["drafts"] = r.drafts_in_file("a.db")
 seen["note"] = r.note_in_file("a.db", {"SKU-CHOCOLATE": 3}, True)
 seen["write off"] = r.write_off_in_file("a.db", "SKU-CHOCOLATE", 4)
 seen["deliveries"] = r.deliveries_in_file("a.db")
+seen["stock take"] = r.stock_take_in_file("a.db", {"SKU-CHOCOLATE": {"seen": 6, "counted": 5}})
 r.write_version_1_file("b.db", shop, prices)
 seen["migrated"] = [r.version_of_file("b.db"), r.stock_in_file("b.db")]
 print(json.dumps(seen, sort_keys=True))
@@ -382,6 +437,10 @@ def test_the_grader_door_answers_in_plain_json_over_real_files(tmp_path: Path) -
     ]
     assert (seen["write off"]["on_hand"], seen["write off"]["needed"]) == (6, 2)
     assert seen["deliveries"] == [["SKU-STRAWBERRY", 4], ["SKU-VANILLA", 2], ["SKU-CHOCOLATE", 3]]
+    # The sheet found one chocolate missing of the 6 left: 5, and a need of 3 (2 still promised).
+    assert [(r["sku"], r["on_hand"], r["reserved"], r["needed"]) for r in seen["stock take"]] == [
+        ("SKU-CHOCOLATE", 5, 2, 3)
+    ]
     version, stock = seen["migrated"]
     assert version == len(MIGRATIONS)  # a chapter 5 file migrated through the latest migration
     assert [(r["sku"], r["on_hand"], r["reserved"], r["incoming"]) for r in stock] == [
@@ -419,6 +478,17 @@ FRIDAY = "{'SKU-CHOCOLATE': (7, 2, 0), 'SKU-STRAWBERRY': (1, 0, 4), 'SKU-VANILLA
                 "-3 tubs: cannot write off -3 tubs: an action moves at least one tub",
                 "strawberry: on hand 0 need 5",
                 "1 SKU-STRAWBERRY 4 SUPERSEDED",
+            ],
+        ),
+        (
+            "unit_c",
+            [
+                "SKU-CHOCOLATE on hand 4 need 2",
+                "SKU-VANILLA on hand 7 need 1",
+                "refused KeyError",
+                "refused TypeError",
+                "refused ValueError",
+                "{'SKU-CHOCOLATE': 7, 'SKU-STRAWBERRY': 1, 'SKU-VANILLA': 2}",
             ],
         ),
     ],

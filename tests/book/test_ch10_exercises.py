@@ -50,6 +50,8 @@ UNIT_B = {
 }
 # Exercise 3, at the end of Unit B: hold_tubs declared by its effect classes.
 HOLDS = {"ex3_hold_runs_without_approval", "ex3_hold_is_a_write"}
+# Unit C, an open design task: graded by which decisions the ledger takes, never by code shape.
+UNIT_C = {"ex4_deputy_approves_in_own_name", "ex4_deputy_within_allowance"}
 # A check locked behind a failing one is not earned either: it fails with it.
 CAP_BEHAVIOUR = {"ex1_over_cap_refused", "ex1_cap_is_inclusive_and_own", "ex1_no_is_never_capped"}
 RELEASE_BEHAVIOUR = {"ex2_release_frees_money", "ex2_release_only_what_is_held"}
@@ -114,6 +116,51 @@ MISTAKES.update(
     }
 )
 
+# Unit C's plausible wrong designs, each losing exactly the checks it should.
+MISTAKES.update(
+    {
+        # The deputy's yes written in the owner's name: the ledger no longer says who decided.
+        "deputy_signs_as_owner": (
+            [
+                (
+                    '    decide(connection, approval_id, operator, "approve")\n\n\n'
+                    "# --- The grader's door",
+                    '    decide(connection, approval_id, away["owner"], "approve")\n\n\n'
+                    "# --- The grader's door",
+                )
+            ],
+            UNIT_C,
+        ),
+        # Only the deputy is limited: every other operator still approves as in chapter 10.
+        "anyone_approves": (
+            [
+                (
+                    '        raise ApprovalRefused("owner_away", '
+                    'f"{operator} may not approve while the owner is away")\n',
+                    '        decide(connection, approval_id, operator, "approve")\n'
+                    "        return\n",
+                )
+            ],
+            UNIT_C,
+        ),
+        # The owner's own approvals counted against the deputy's allowance.
+        "owner_counted": (
+            [
+                (
+                    "        if approval.decided_by == operator\n",
+                    "        if approval.decided_by is not None\n",
+                )
+            ],
+            {"ex4_deputy_within_allowance"},
+        ),
+        # Only what still waits counts: once spent, the deputy's approvals are forgotten.
+        "spent_forgotten": (
+            [('            approval.status == "USED"\n            or ', "            ")],
+            {"ex4_deputy_within_allowance"},
+        ),
+    }
+)
+
 # Tests that call the door and assert nothing: they pass everywhere, so they catch nothing.
 SILENT_TESTS = {
     "test_book10_caps.py": (
@@ -145,7 +192,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:
     # The ids are the gradebook's columns: written out here, a renamed one is seen.
-    assert {check.id for check in load_book(10).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B | HOLDS
+    assert {
+        check.id for check in load_book(10).checks
+    } == CHAPTER_CHECKS | UNIT_A | UNIT_B | HOLDS | UNIT_C
 
 
 def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
@@ -154,7 +203,7 @@ def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
     starter = report["starter"]
     assert starter.baseline == (4, 4)
     assert starter.exercises[0] == 0
-    assert starter.failed == UNIT_A | UNIT_B | HOLDS
+    assert starter.failed == UNIT_A | UNIT_B | HOLDS | UNIT_C
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -248,6 +297,41 @@ def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
     }
 
 
+def test_the_away_door_answers_each_decision_as_the_ledger_took_it(tmp_path: Path) -> None:
+    rules = load(SOLUTION, tmp_path)
+    path = str(tmp_path / "lucy.db")
+    rules.friday_file(path, ["lucy", "sam", "kim"], 50_000)
+    asked = [["SKU-VANILLA", 9], ["SKU-CHOCOLATE", 3], ["SKU-STRAWBERRY", 4]]
+    assert rules.ask_file(path, "cafe", asked)["awaiting"] == [1, 2, 3]
+    # 2,250, 900 and 1,100 pence: sam may approve 1,500 while lucy is away.
+    away = {"owner": "lucy", "deputy": "sam", "up_to": 1500}
+    answers = [
+        rules.away_file(path, "approve", 2, "kim", away),
+        rules.away_file(path, "approve", 2, "nobody", away),
+        rules.away_file(path, "approve", 1, "lucy", away),
+        rules.away_file(path, "approve", 2, "sam", away),
+        rules.away_file(path, "approve", 3, "sam", away),
+        rules.away_file(path, "revoke", 2, "sam", away),
+        rules.away_file(path, "approve", 3, "sam", away),
+        rules.away_file(path, "deny", 2, "kim", away),
+    ]
+    assert answers == [
+        "refused: owner_away",
+        "refused: unknown_operator",
+        "APPROVED",
+        "APPROVED",
+        "refused: over_allowance",
+        "REVOKED",
+        "APPROVED",
+        "refused: already_decided",
+    ]
+    assert rules.approvals_file(path) == [
+        [1, "APPROVED", "lucy", 2250, "cafe"],
+        [2, "REVOKED", "sam", 900, "cafe"],
+        [3, "APPROVED", "sam", 1100, "cafe"],
+    ]
+
+
 @pytest.mark.parametrize(
     ("unit", "with_the_solution"),
     [
@@ -261,6 +345,22 @@ def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
                 "released: []",
                 "{'stop': 'final_answer', 'reserved': 5, 'approvals': 0}",
                 "['write']",
+            ],
+        ),
+        (
+            "unit_c",
+            [
+                "kim: refused: owner_away",
+                "sam: APPROVED",
+                "[2, 'APPROVED', 'sam', 900, 'morning']",
+                "lucy 1: APPROVED",
+                "sam 2: APPROVED",
+                "sam 3: refused: over_allowance",
+                "sam revokes 2: REVOKED",
+                "sam 3 again: APPROVED",
+                "{'stop': 'awaiting_approval', 'awaiting': [4], 'denied': []}",
+                "sam 4: refused: over_allowance",
+                "lucy 4: APPROVED",
             ],
         ),
     ],

@@ -8,9 +8,12 @@ The graded interface is the "grader's door" at the end of the starter
   `{"content": text or None, "tool_calls": [[id, name, arguments_json], ...]}`;
 - `run_next_move(shop, prices, delivery, max_steps, max_tool_calls)` runs it
   with the submission's `next_move` as every step, while `delivery`
-  (sku -> tubs) reaches the freezer right after the first stock report.
+  (sku -> tubs) reaches the freezer right after the first stock report;
+- `run_patient(replies, shop, prices, max_steps, max_tool_calls, patience)`
+  is `run_scripted`'s run with Unit C's `patience` handed to `run_task`
+  (exercise 3, an open design task: graded by how runs end).
 
-Both return the run as JSON: `stop_reason`, `steps`, `answer`, `error`,
+All three return the run as JSON: `stop_reason`, `steps`, `answer`, `error`,
 `requested`, `executed`, `refused` ([name, code] pairs), `answers`
 ([tool_call_id, observation] pairs, in transcript order) and `drafts`
 ([sku, quantity, total_pence]).
@@ -44,6 +47,7 @@ S_PLAN = BOOK.section("3.9 Lucy's morning plan, offline")
 S_FAILURES = BOOK.section("3.10 Failures, one by one")
 S_UNIT_A = BOOK.section("3.14 Exercises") + " (Exercise Book 3, Unit A)"
 S_UNIT_B = BOOK.section("3.14 Exercises") + " (Exercise Book 3, Unit B)"
+S_UNIT_C = BOOK.section("3.8 The loop") + " (Exercise Book 3, Unit C)"
 
 MALFORMED = fx.refused("malformed_tool_call")
 REPEATED = fx.refused("repeated_refusal")
@@ -646,3 +650,136 @@ def ex2_turn_answered(rng: random.Random) -> Trial:
         run["stop_reason"] == "repeated_refusal" and same(2, run["steps"]),
         "After answering the turn, the run should stop with repeated_refusal.",
     )
+
+
+# --- exercise 3 (Unit C): a stop rule, an open design task ----------------------------
+#
+# The unit gives Lucy's needs (a run whose turns, `patience` of them in a row,
+# ran nothing stops no_progress; a turn where anything ran starts the count
+# again; a patience that could only fail is refused) and leaves the design to
+# the learner. What is graded is runs only: how each ended, after how many
+# steps, which calls ran and that every call was answered. Every call that
+# must not run is a tool the shop never offers, with a command never sent
+# before, so that Unit B's repeated_refusal, done or not, never decides a
+# check here; a handler that ran and failed is never used, so whether it
+# counts as running stays the learner's choice.
+
+NO_PROGRESS = "no_progress"
+
+
+def _patient(
+    replies: list[dict[str, Any]],
+    max_steps: int,
+    patience: Any,
+    *,
+    raises: bool = False,
+) -> Question:
+    return call(
+        "run_patient",
+        replies,
+        fx.shop(fx.shop_rows()),
+        fx.prices(),
+        max_steps,
+        # Never the bound that decides: every call of these runs may be sent.
+        4 * max_steps,
+        patience,
+        raises=raises,
+    )
+
+
+def _fresh_ids(rng: random.Random, count: int) -> list[str]:
+    ids: list[str] = []
+    while len(ids) < count:
+        candidate = fx.call_id(rng)
+        if candidate not in ids:
+            ids.append(candidate)
+    return ids
+
+
+def _idle(rng: random.Random, call_id: str) -> tuple[str, str, Any]:
+    """A call that never runs: a tool the shop does not offer, a command never sent before."""
+    return (call_id, "run_shell", {"command": f"{fx.token(rng, 6)} {call_id}"})
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_UNIT_C,
+    asks="A run whose last `patience` turns ran nothing stops no_progress, once the turn is "
+    "answered and before the model is asked again.",
+    hint="A run whose turns ran nothing, as many in a row as its patience, went on asking the "
+    "model, stopped too soon, or stopped for another reason.",
+)
+def ex3_no_progress_stops(rng: random.Random) -> Trial:
+    patience = rng.randint(1, 3)
+    ids = _fresh_ids(rng, patience + 1)
+    replies = [_reply((ids[0], "list_stock", {}))]
+    replies += [_reply(_idle(rng, call_id)) for call_id in ids[1:]]
+    replies.append(_reply(content="never asked"))
+    run = _run((yield _patient(replies, patience + 4, patience)))
+    if run is None:
+        return _UNREADABLE
+    if run["stop_reason"] != NO_PROGRESS or not same(patience + 1, run["steps"]):
+        return (
+            f"With a patience of {patience}, the run should stop no_progress after the "
+            f"{patience} turns in a row that ran nothing, {patience + 1} steps in all."
+        )
+    return expect(
+        _ids(run) == ids and run["executed"] == ["list_stock"],
+        "Every call should be answered, in order, and only the stock report should run.",
+    )
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_UNIT_C,
+    asks="Turns are counted, not calls, and only in a row: a turn where anything ran starts "
+    "the count again.",
+    hint="A run was stopped no_progress though no run of turns that ran nothing was as long "
+    "as its patience (a turn where something ran, or several calls in one turn, were "
+    "counted against it).",
+    requires=ex3_no_progress_stops,
+)
+def ex3_progress_starts_again(rng: random.Random) -> Trial:
+    patience = rng.randint(2, 4)
+    quiet = patience - 1
+    ids = iter(_fresh_ids(rng, 4 * patience + 2))
+    replies = [_reply(_idle(rng, next(ids))) for _ in range(quiet)]
+    # One call runs beside one that does not: the run moved on.
+    moved = [_idle(rng, next(ids)), (next(ids), "supplier", {"sku": fx.STRAWBERRY})]
+    rng.shuffle(moved)
+    replies.append(_reply(*moved))
+    # Two calls a turn now: more calls that ran nothing than the patience, in fewer turns.
+    replies += [_reply(_idle(rng, next(ids)), _idle(rng, next(ids))) for _ in range(quiet)]
+    total = fx.token(rng, 5)
+    replies.append(_reply(content=f"Done: {total}."))
+    run = _run((yield _patient(replies, 2 * quiet + 3, patience)))
+    if run is None:
+        return _UNREADABLE
+    if run["stop_reason"] != "final_answer":
+        return (
+            f"With a patience of {patience}, no {patience} turns in a row ran nothing here: "
+            "the run should reach its final answer."
+        )
+    return expect(
+        same(2 * quiet + 2, run["steps"]) and run["executed"] == ["supplier"],
+        "The run should take every scripted turn, and only the supplier's quote should run.",
+    )
+
+
+@BOOK.exercise(
+    3,
+    points=1,
+    section=S_UNIT_C,
+    asks="A patience that is not a whole number of at least one turn is refused with "
+    "ValueError before the model is asked.",
+    hint="A patience of 0, a negative one, or True was accepted, or refused with another error.",
+)
+def ex3_patience_checked(rng: random.Random) -> Trial:
+    replies = [_reply(content="never asked")]
+    for patience in (0, -rng.randint(1, 5), True):
+        answer = yield _patient(replies, 3, patience, raises=True)
+        if not answer.raised_a("ValueError"):
+            return "A patience of 0, below 0, or True should be refused with ValueError."
+    return None

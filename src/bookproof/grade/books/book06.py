@@ -10,8 +10,10 @@ check keeps its files in a folder of its own in the submission's sandbox
   `deliveries_in_file`, `draft_in_file`, `act_in_file` (chapter 6's five
   operator actions, by name) and `write_version_1_file`: chapter 6, as the
   starter already has it;
-- `note_in_file` (exercise 1: a delivery note as one transaction) and
-  `write_off_in_file` (exercise 2: tubs that leave the freezer for the bin).
+- `note_in_file` (exercise 1: a delivery note as one transaction),
+  `write_off_in_file` (exercise 2: tubs that leave the freezer for the bin)
+  and `stock_take_in_file` (exercise 3, Unit C's open design task: a count
+  sheet that corrects the freezer, graded by what the store holds after it).
 
 Unit A's note tests and Unit B's state machine are graded by what they
 catch: the grader runs them against the reference and against faulty
@@ -619,3 +621,155 @@ def ex2_machine_catches_stale_drafts(reference: ModuleType, rng: random.Random) 
 @MACHINE_TESTS.catches(points=1, behaviour="takes a write-off of -3 tubs as 3 more in the freezer")
 def ex2_machine_catches_negative_tubs(reference: ModuleType, rng: random.Random) -> Replaced:
     return {"write_off": _write_off(reference, counts_tubs=False)}
+
+
+# --- Exercise 3 (Unit C): the stock-take, an open design task ---------------------------
+#
+# The unit gives the function, its sheet and what Lucy needs, and leaves the
+# design to the learner. What is graded is the store only: the counts and
+# drafts `stock_in_file` and `drafts_in_file` read back after a sheet, with
+# the shop's own actions run between the count and the sheet, and whether a
+# bad sheet is refused whole. The return value is not graded: it is the
+# learner's to shape.
+
+S_UNIT_C_MOVES = BOOK.section("6.4 Five operator actions") + " (Exercise Book 6, Unit C)"
+S_UNIT_C_REFUSED = BOOK.section("6.8 Impossible actions") + " (Exercise Book 6, Unit C)"
+# What a refused sheet may raise: chapter 6's own refusals, whichever the design picks.
+_REFUSALS = ("ValueError", "KeyError", "TypeError")
+
+
+def _sheet_line(seen: int, counted: int) -> dict[str, int]:
+    return {"seen": seen, "counted": counted}
+
+
+def _moved_since(
+    freezer: fx.SeededShop, rng: random.Random, path: dict[str, Any], sku: str
+) -> Asks[int]:
+    """The shop at work while Lucy types her sheet: a collection or a delivery of `sku`.
+
+    Answers the change to on hand, which the sheet knows nothing of.
+    """
+    row = freezer.row(sku)
+    if row["reserved"] > 0 and row["on_hand"] > 0:
+        tubs = rng.randint(1, min(row["reserved"], row["on_hand"]))
+        yield from _act(path, "collect", sku, tubs)
+        freezer.move(sku, on_hand=-tubs, reserved=-tubs)
+        return -tubs
+    tubs = rng.randint(1, 9)
+    yield from _act(path, "receive unannounced", sku, tubs)
+    freezer.move(sku, on_hand=tubs)
+    return tubs
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_UNIT_C_MOVES,
+    asks="A stock-take corrects only what the count found wrong: tubs collected or delivered "
+    "since Lucy counted stay moved, and promises and the van are untouched.",
+    hint="After a stock-take, a product's counts were not what the shop had once the count's "
+    "difference was added: a collection or delivery made since the count was undone, or "
+    "another count changed.",
+)
+def ex3_stock_take_keeps_what_moved(rng: random.Random) -> Trial:
+    freezer = fx.SeededShop(rng, counts=True, most_invented=2)
+    skus = rng.sample(freezer.skus(), 2)
+    path = yield from freezer.seed()
+    # The sheet is written from the counts as Lucy saw them; then the shop works on.
+    seen = {sku: freezer.row(sku)["on_hand"] for sku in skus}
+    counted: dict[str, int] = {}
+    deliveries: list[list[Any]] = []
+    for sku in skus:
+        moved = yield from _moved_since(freezer, rng, path, sku)
+        if moved > 0:
+            deliveries.append([sku, moved])
+        # She cannot have found fewer tubs than were collected after she counted, and
+        # a count that found nothing wrong would prove nothing.
+        counted[sku] = rng.choice(
+            [tubs for tubs in range(max(0, -moved), seen[sku] + 5) if tubs != seen[sku]]
+        )
+    # What the shop had when the sheet arrives, read from the store itself, so
+    # that a chapter action gone wrong costs its own check, not this one.
+    before = yield call("stock_in_file", path)
+    if not _stock_rows(before):
+        return "The store's stock report could not be read before the stock-take."
+    sheet = {sku: _sheet_line(seen[sku], counted[sku]) for sku in skus}
+    yield call("stock_take_in_file", path, sheet)
+    expected = []
+    for row in before:
+        if row["sku"] in sheet:
+            row = {**row, "on_hand": row["on_hand"] + counted[row["sku"]] - seen[row["sku"]]}
+            row["needed"] = fx.need(row)
+        expected.append(row)
+    stock = yield call("stock_in_file", path)
+    recorded = yield call("deliveries_in_file", path)
+    return expect(
+        same(expected, stock) and same(deliveries, recorded),
+        "The store after the stock-take should hold what the shop had, each counted product "
+        "corrected by what the count found wrong, and nothing else changed.",
+    )
+
+
+def _stock_rows(value: Any) -> bool:
+    """Whether `value` reads as a stock report: rows with a sku and whole counts."""
+    return isinstance(value, list) and all(
+        isinstance(row, dict)
+        and isinstance(row.get("sku"), str)
+        and all(type(row.get(count)) is int for count in ("on_hand", *COUNTS[1:], "reorder_point"))
+        for row in value
+    )
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_UNIT_C_REFUSED,
+    asks="A count sheet with one impossible line is refused whole, and changes nothing.",
+    hint="A count sheet holding one impossible line (an unknown product, a number that is not "
+    "a whole number of tubs, or a correction below zero) was taken, or changed the store.",
+)
+def ex3_stock_take_all_or_nothing(rng: random.Random) -> Trial:
+    freezer = fx.SeededShop(rng, counts=True, most_invented=2)
+    good, other = rng.sample(freezer.skus(), 2)
+    path = yield from freezer.seed()
+    on_hand = freezer.row(other)["on_hand"]
+    bad_lines: list[tuple[str, Any]] = [
+        (fx.token(rng, 6).upper(), _sheet_line(0, rng.randint(1, 5))),
+        (other, {"seen": on_hand, "counted": float(on_hand + 1)}),
+        (other, {"seen": on_hand, "counted": True}),
+        (other, _sheet_line(on_hand, -rng.randint(1, 5))),
+        # Found fewer than the freezer holds now, by more than it holds: below zero.
+        (other, _sheet_line(on_hand + rng.randint(1, 5), 0)),
+    ]
+    line = _sheet_line(freezer.row(good)["on_hand"], freezer.row(good)["on_hand"] + 1)
+    for bad_sku, bad in bad_lines:
+        # The good line first: a sheet taken line by line has changed the store
+        # by the time it meets the bad one.
+        sheet = {good: line, bad_sku: bad}
+        answer = yield call("stock_take_in_file", path, sheet, raises=True)
+        if not any(answer.raised_a(name) for name in _REFUSALS):
+            return "A count sheet with an impossible line should be refused."
+    unchanged = yield from _unchanged(freezer, path, [])
+    return expect(unchanged, "A refused count sheet changed the store.")
+
+
+@BOOK.exercise(
+    3,
+    points=1,
+    section=S_UNIT_C_MOVES,
+    asks="A stock-take that changes a product's need supersedes the open draft for the old need.",
+    hint="A stock-take that changed a product's need left the open draft for the old need open.",
+    requires=ex3_stock_take_keeps_what_moved,
+)
+def ex3_stock_take_supersedes(rng: random.Random) -> Trial:
+    freezer = fx.SeededShop(rng, counts=True, most_invented=2)
+    sku = rng.choice(_in_the_freezer(freezer, needing=True))
+    path = yield from freezer.seed()
+    drafted = yield from _draft_need(freezer, path, sku)
+    on_hand = freezer.row(sku)["on_hand"]
+    yield call("stock_take_in_file", path, {sku: _sheet_line(on_hand, on_hand - 1)})
+    drafts = yield call("drafts_in_file", path)
+    return expect(
+        same([{**drafted, "status": "SUPERSEDED"}], drafts),
+        "After a stock-take found a tub missing, the draft for the old need should be SUPERSEDED.",
+    )

@@ -12,7 +12,9 @@ sandbox (`questions.scratch_path`).
 - `decide_file`'s `caps` (exercise 1: each operator's spending cap),
   `release_file` (exercise 2: a finished run gives back what it reserved),
   and `hold_file` and `classes_file` (exercise 3: a tool that holds tubs,
-  declared by what it can do).
+  declared by what it can do);
+- `away_file` (exercise 4, Unit C's open design task: who may approve
+  while the owner is away), graded by the decisions the ledger takes.
 
 Every check chooses its operators, weekly limit, caps and orders at random
 for this run; the prices and amounts it expects are written out in `common`,
@@ -27,7 +29,7 @@ import importlib
 from bookproof.grade.books.book10.common import BOOK
 
 # Each part declares its checks as it is imported: this order is the report's.
-for _part in ("chapter", "caps", "release", "holds"):
+for _part in ("chapter", "caps", "release", "holds", "away"):
     importlib.import_module(f"{__name__}.{_part}")
 
 __all__ = ["BOOK"]
