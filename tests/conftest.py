@@ -1,4 +1,4 @@
-"""Settings every test shares: Hypothesis's strength, and which tests are slow.
+"""Settings every test shares: Hypothesis's strength, slow tests, a compiled environment.
 
 `uv run pytest -m "not slow" -n 2 --dist loadfile` is the quick tier a
 developer runs after each change; without `-m`, everything, as CI does.
@@ -6,11 +6,14 @@ developer runs after each change; without `-m`, everything, as CI does.
 
 from __future__ import annotations
 
+import compileall
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 from strength import FULL, examples
+
+from bookproof.grade.integrity import relied_on
 
 # Tests that name no example count get Hypothesis's default at full strength.
 # `too_slow` fails a test when generating its inputs takes long in wall time:
@@ -55,3 +58,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         relative = item.path.relative_to(TESTS) if item.path.is_relative_to(TESTS) else None
         if relative is not None and any(relative.match(pattern) for pattern in SLOW_FILES):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Byte-compile what the grader watches before any test runs.
+
+    The grader refuses a batch during which the environment it relies on
+    changed (`bookproof.grade.integrity`). Under pytest-xdist another worker
+    importing a module for the first time writes its `.pyc` into that very
+    environment, which is such a change. Compiled once here, by the
+    controller before its workers start, nothing is left to write.
+    """
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker: the controller has done it
+    if not getattr(config.option, "numprocesses", None):
+        return  # one process runs one test at a time: nothing writes during a batch
+    for root in relied_on():
+        if root.is_dir():
+            compileall.compile_dir(root, quiet=2, workers=0)

@@ -270,6 +270,19 @@ def _drain(descriptor: int, sink: Tail) -> None:
         sink.feed(chunk)
 
 
+def _read_rest(descriptor: int, frames: _Frames, replies: _Replies) -> bool:
+    """Take every message already in the channel, without waiting for more;
+    whether the worker had reported everything. A frame that is not the
+    worker's raises `_Tampered`, as in the main loop."""
+    while select.select([descriptor], [], [], 0)[0]:
+        chunk = os.read(descriptor, 65536)
+        if not chunk:
+            break
+        for message in frames.feed(chunk):
+            replies.take(message)
+    return replies.done
+
+
 def _ended(status: int) -> str:
     if status == EXIT_OWN_DESCRIPTORS:
         return "the listing closed or replaced the worker's own file descriptors"
@@ -362,6 +375,20 @@ def run_listings(
         # worker died, so the worker itself is asked whenever nothing came.
         late = time.monotonic() >= deadline
         status = child.poll() if late or not ready else None
+        if status is not None and channel in open_streams:
+            # The worker may have written its last results and ended between
+            # the select above and this poll (a busy machine can hold this
+            # process back that long): read what it left before judging it.
+            try:
+                if _read_rest(channel, frames, replies):
+                    break
+            except _Tampered as error:
+                stopped_kind = "crash"
+                stopped = (
+                    "the listing wrote to the verifier's private channel, so nothing the "
+                    f"worker reported after it can be relied on ({error})"
+                )
+                break
         if status is not None:
             _drain(errors, stderr)
             tail = stderr.data.decode("utf-8", errors="replace")
