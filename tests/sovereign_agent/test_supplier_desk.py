@@ -236,3 +236,19 @@ def test_any_request_is_an_order_or_a_refusal_and_never_a_crash(
         assert len(after) == before + 1
     else:
         assert len(after) == before
+
+
+def test_the_next_request_after_any_answer_never_finds_the_key_busy(tmp_path: Path) -> None:
+    # Each answer leaves only once its key is released: a client that asks
+    # again the moment an answer arrives meets the ledger's verdict (a replay,
+    # a 422), never a 409 left over from the request it has just been answered.
+    with running_desk(tmp_path / "ledger.db") as desk:
+        for round_ in range(150):
+            key = f"k-{round_}"
+            answers = [
+                post(desk.url, VANILLA_9, key)[0],
+                post(desk.url, VANILLA_9, key)[0],
+                post(desk.url, {"sku": "SKU-VANILLA", "quantity": 8}, key)[0],
+                post(desk.url, VANILLA_9, key)[0],
+            ]
+            assert answers == [201, 201, 422, 201], (round_, answers)

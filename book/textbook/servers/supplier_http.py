@@ -247,6 +247,8 @@ class OrderDesk(BaseHTTPRequestHandler):
         fault = desk.next_fault()
         if fault == "503":
             raise BadRequest(503, "unavailable", "the desk is busy; try again")
+        replay: dict[str, Any] | None = None
+        order: dict[str, Any] | None = None
         with desk.holding(key), ledger(desk.path) as connection:
             found = find(connection, key)
             if found is not None:
@@ -254,24 +256,14 @@ class OrderDesk(BaseHTTPRequestHandler):
                 # agreed, even for a sku the supplier has since stopped selling.
                 if found[0] != request:
                     raise BadRequest(422, "key_reused", "this key was used for another order")
-                return self.answer(201, found[1], replayed=True)
-            if sku not in CATALOGUE:
-                raise BadRequest(422, "unknown_sku", f"the supplier does not sell {sku}")
-            if fault == "late":
-                time.sleep(desk.late_seconds)
-            try:
-                # The UNIQUE key is the last word: a second desk process on the
-                # same ledger loses here, and is told to ask again. One statement
-                # in autocommit mode: its own transaction, on disk when it returns.
-                cursor = connection.execute(
-                    "INSERT INTO orders"
-                    " (idempotency_key, request, sku, quantity, unit_price_pence)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (key, request, sku, quantity, CATALOGUE[sku]),
-                )
-            except sqlite3.IntegrityError:
-                raise BadRequest(409, "in_progress", "another request took this key") from None
-            order = as_order((cursor.lastrowid, sku, quantity, CATALOGUE[sku]))
+                replay = found[1]
+            else:
+                order = self.record(connection, key, request, sku, quantity, fault)
+        # Every answer leaves once the key is released: a client that sends its
+        # next request the moment an answer arrives must never meet a 409.
+        if replay is not None:
+            return self.answer(201, replay, replayed=True)
+        assert order is not None
         if fault == "drop":
             # Committed, and the answer never leaves: the client cannot tell
             # this from a request that never arrived.
@@ -279,6 +271,34 @@ class OrderDesk(BaseHTTPRequestHandler):
             self.connection.shutdown(socket.SHUT_RDWR)
             return
         self.answer(201, order)
+
+    def record(
+        self,
+        connection: sqlite3.Connection,
+        key: str,
+        request: str,
+        sku: str,
+        quantity: int,
+        fault: str,
+    ) -> dict[str, Any]:
+        """A new order under `key`, committed to the ledger before anything is answered."""
+        if sku not in CATALOGUE:
+            raise BadRequest(422, "unknown_sku", f"the supplier does not sell {sku}")
+        if fault == "late":
+            time.sleep(self.server.desk.late_seconds)
+        try:
+            # The UNIQUE key is the last word: a second desk process on the
+            # same ledger loses here, and is told to ask again. One statement
+            # in autocommit mode: its own transaction, on disk when it returns.
+            cursor = connection.execute(
+                "INSERT INTO orders"
+                " (idempotency_key, request, sku, quantity, unit_price_pence)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (key, request, sku, quantity, CATALOGUE[sku]),
+            )
+        except sqlite3.IntegrityError:
+            raise BadRequest(409, "in_progress", "another request took this key") from None
+        return as_order((cursor.lastrowid, sku, quantity, CATALOGUE[sku]))
 
 
 class DeskServer(ThreadingHTTPServer):
