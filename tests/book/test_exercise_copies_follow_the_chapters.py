@@ -86,6 +86,12 @@ CHANGED_BY_THE_EXERCISES: dict[int, dict[str, frozenset[str]]] = {
         "exercises": frozenset(),
         "solutions": frozenset(),
     },
+    12: {
+        # Both exercises add functions beside the chapter's morning and workers
+        # (resume_plan, lease_decision); none of the chapter's code changes.
+        "exercises": frozenset(),
+        "solutions": frozenset(),
+    },
     13: {
         # The exercises add functions beside the chapter's code (and the
         # grader's door); none of the chapter's definitions changes.

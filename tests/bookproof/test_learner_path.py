@@ -113,6 +113,7 @@ OFFLINE_ONLY = {
     2: "chapter 2 runs no model",
     10: "chapter 10's scripted model only sets up the approvals the chapter is about",
     11: "chapter 11's scripted model only places the approved orders the chapter sends",
+    12: "chapter 12's scripted morning model must answer the same way after a worker dies",
     13: "chapter 13's limits are met by local tools and hand-written streams, on a virtual clock",
     14: "chapter 14's scripted model writes the exact program whose sandboxed run it shows",
 }
@@ -162,14 +163,28 @@ def test_a_file_where_the_folder_should_be_is_refused(tmp_path: Path) -> None:
     assert (tmp_path / "book02").read_text(encoding="utf-8") == "not a folder"
 
 
-def test_the_command_says_where_to_work_and_refuses_a_planned_book(tmp_path: Path) -> None:
+def test_the_command_says_where_to_work_and_refuses_a_book_it_cannot_copy(
+    tmp_path: Path,
+) -> None:
     made = script("start_exercises.py", "3", "--into", str(tmp_path / "mine"))
     assert made.returncode == 0, made.stderr
     assert f"jupyter lab {tmp_path / 'mine'}" in made.stdout
     assert f"grade_exercises.py --book 3 {tmp_path / 'mine'}" in made.stdout
-    planned = script("start_exercises.py", str(PLANNED[0]["number"]))
-    assert planned.returncode == 2
-    assert "is planned: it has no exercise book yet" in planned.stderr
+    missing = script("start_exercises.py", "99")
+    assert missing.returncode == 2
+    assert missing.stderr == "start_exercises: the book has no chapter 99 (chapters 1 to 14)\n"
+    assert not (tmp_path / "book99").exists()
+
+
+# A book with a planned chapter: every chapter of this book may be drafted,
+# and the refusal still has to hold for a book that is not finished.
+FIXTURE_BOOK = Path(__file__).parent / "verify_fixtures" / "book_good"
+
+
+def test_a_planned_book_is_refused_and_nothing_is_made(tmp_path: Path) -> None:
+    with pytest.raises(WorkspaceError, match="is planned: it has no exercise book yet"):
+        start_book(2, root=FIXTURE_BOOK, into=tmp_path / "book02")
+    assert not (tmp_path / "book02").exists()
 
 
 def test_the_workspace_is_ignored_by_git() -> None:
