@@ -4,14 +4,19 @@ A reader opens the learner file in an editor and imports it, and runs the
 checkpoint from whatever folder they are in. For every drafted chapter of
 `book/textbook/book.toml`, so that a chapter added later is held without a
 line written here: importing the learner file prints nothing and leaves
-nothing behind, and the checkpoint, run offline from an empty folder, prints
-exactly the chapter's `checkpoint-output` block and leaves that folder empty.
+nothing behind; the checkpoint, run offline from an empty folder, prints
+exactly the chapter's `checkpoint-output` block and leaves that folder empty;
+and the learner file and the checkpoint define what the chapter's listings
+define, syntax tree for syntax tree.
 
 What a chapter promises is written out below, independently of its code, as
 data: the lines its checkpoint must print (`FACTS`), the order some of them
-must come in (`IN_ORDER`), and what the checkpoint needs on the machine
-(`NEEDS`). A chapter's own test file keeps what only that chapter does (a
-provider stub, a runtime module compared with its learner file).
+must come in (`IN_ORDER`), what the checkpoint needs on the machine
+(`NEEDS`), exactly what the learner file defines (`LEARNER_DEFINES`), what
+the text shows as changes to an earlier chapter (`SHOWN_AS_CHANGES`), and
+which listings the checkpoint uses as printed (`CHECKPOINT_SHARES_*`). A new
+chapter adds its rows; its own test file keeps only what that chapter alone
+does (a provider stub, a runtime module compared with its learner file).
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from chapter_files import checkpoint_output, run_checkpoint, run_python
+from chapter_files import (
+    checkpoint_output,
+    definitions,
+    listing_definitions,
+    run_checkpoint,
+    run_python,
+    shown_as_changes,
+)
 from system_components import require_executable
 
 from bookproof.layout import ChapterParts, default_layout, load_manifest
@@ -161,10 +173,89 @@ NEEDS: dict[int, tuple[str, str]] = {
 }
 
 
+# Exactly what each learner file defines: a definition added or lost is seen.
+LEARNER_DEFINES: dict[int, set[str]] = {
+    10: {
+        "friday_store",
+        "order_what_is_needed",
+        # Section 10.11: the effect classes and the tools that declare them.
+        "Effect",
+        "Classed",
+        "classes_of_consequential",
+        "needs_authority",
+        "kept_after_untrusted_text",
+        "ExecutableTool",
+        "build_tools",
+        "build_store_tools",
+        "build_document_tools",
+        "read_document_tool",
+        "load_skill_tool",
+        "build_skill_tools",
+    },
+    11: {
+        "start_supplier",
+        "ledger_says",
+        "naive_order",
+        "post",
+        "friday_store",
+        "order_what_is_needed",
+        "show",
+    },
+    13: {
+        "SkuArguments",
+        "supplier_tools",
+        "ask",
+        "said",
+        "TokenBucket",
+        "MeteredModel",
+        "turn_events",
+        "wire",
+        "carried",
+        "streamed",
+    },
+    14: {"looks_harmless", "show", "write_the_analysis", "answer_from_the_result"},
+}
+
+# Definitions a chapter shows as `changes=` to an earlier chapter's: composed
+# and compared by the verifier, so only their names are held here.
+SHOWN_AS_CHANGES: dict[int, set[str]] = {
+    # Section 10.11.
+    10: {
+        "build_tools",
+        "build_store_tools",
+        "build_document_tools",
+        "read_document_tool",
+        "load_skill_tool",
+        "build_skill_tools",
+    },
+}
+
+# Listing definitions the checkpoint must use as they are printed: at least
+# these (more may come), or exactly these.
+CHECKPOINT_SHARES_AT_LEAST: dict[int, set[str]] = {
+    11: {"start_supplier", "ledger_says", "friday_store", "show"},
+    13: {"supplier_tools", "said", "turn_events", "wire", "streamed"},
+}
+CHECKPOINT_SHARES_EXACTLY: dict[int, set[str]] = {
+    14: {"write_the_analysis", "answer_from_the_result"},
+}
+
+TABLES = (
+    FACTS,
+    IN_ORDER,
+    NEEDS,
+    LEARNER_DEFINES,
+    SHOWN_AS_CHANGES,
+    CHECKPOINT_SHARES_AT_LEAST,
+    CHECKPOINT_SHARES_EXACTLY,
+)
+
+
 def test_the_tables_name_only_drafted_chapters() -> None:
     # A fact kept for a chapter the manifest does not list would silently hold nothing.
     drafted = {parts.number for parts in DRAFTED}
-    assert set(FACTS) | set(IN_ORDER) | set(NEEDS) <= drafted
+    for table in TABLES:
+        assert set(table) <= drafted
     for number, ordered in IN_ORDER.items():
         assert set(ordered) <= set(FACTS[number]), number
 
@@ -195,3 +286,33 @@ def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(
     ordered = [lines.index(line) for line in IN_ORDER.get(chapter.number, ())]
     assert ordered == sorted(ordered)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("chapter", DRAFTED, ids=chapter_id)
+def test_the_learner_file_defines_what_the_listings_define(chapter: ChapterParts) -> None:
+    learner = definitions(chapter.learner)
+    if chapter.number in LEARNER_DEFINES:
+        assert set(learner) == LEARNER_DEFINES[chapter.number]
+    shown = shown_as_changes(chapter.text)
+    if chapter.number in SHOWN_AS_CHANGES:
+        assert shown == SHOWN_AS_CHANGES[chapter.number]
+    listings = listing_definitions(chapter.text)
+    for name, tree in learner.items():
+        if name in shown:
+            continue  # composed and compared by the verifier
+        assert listings[name] == tree, f"{name} differs from the chapter's listing"
+
+
+@pytest.mark.parametrize("chapter", DRAFTED, ids=chapter_id)
+def test_the_checkpoint_defines_what_the_listings_define_the_same_way(
+    chapter: ChapterParts,
+) -> None:
+    listings = listing_definitions(chapter.text)
+    checkpoint = definitions(chapter.checkpoint)
+    shared = set(checkpoint) & set(listings)
+    if chapter.number in CHECKPOINT_SHARES_AT_LEAST:
+        assert CHECKPOINT_SHARES_AT_LEAST[chapter.number] <= shared
+    if chapter.number in CHECKPOINT_SHARES_EXACTLY:
+        assert shared == CHECKPOINT_SHARES_EXACTLY[chapter.number]
+    for name in shared:
+        assert listings[name] == checkpoint[name], f"{name} differs from the chapter's listing"
