@@ -9,56 +9,19 @@ for every drafted chapter by tests/book/test_reader_files.py (its `FACTS` table)
 
 from __future__ import annotations
 
-import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from chapter_files import definitions, parts, run_python
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
 from verifying import verify
 
 import sovereign_agent.mcp.remote
 import sovereign_agent.mcp.supplier
-from bookproof.layout import REPO_ROOT
 
-ROOT = REPO_ROOT
-TEXTBOOK = ROOT / "book/textbook"
-CHAPTER = TEXTBOOK / "ch09_remote_tool_servers.md"
-CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch09_remote_tool_servers_checkpoint.py"
-LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch09_remote_tool_servers_learner.py"
-PROVIDER_VARIABLES = (
-    "SOVEREIGN_MODEL",
-    "SOVEREIGN_TRACE",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_API_KEY",
-)
-
-
-def definitions(path: Path) -> dict[str, str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {
-        node.name: ast.dump(node, include_attributes=False)
-        for node in tree.body
-        if isinstance(node, ast.FunctionDef | ast.ClassDef)
-    }
-
-
-def python(*argv: str, cwd: Path = ROOT, **variables: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in PROVIDER_VARIABLES}
-    env.update(variables)
-    return subprocess.run(
-        [sys.executable, *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+CHAPTER = parts(9).text
+CHECKPOINT = parts(9).checkpoint
+LEARNER = parts(9).learner
 
 
 def test_the_learner_file_defines_what_the_runtime_defines() -> None:
@@ -87,7 +50,7 @@ def test_a_provider_that_calls_the_tool_twice_still_loses_it_after_the_change() 
             openai_tool_calls([("p2", "check_availability", '{"sku": "STRAWBERRY"}')]),
             openai_text("Forty tubs of vanilla."),
         )
-        result = python(
+        result = run_python(
             str(CHECKPOINT),
             SOVEREIGN_MODEL="openai:test-model",
             OPENAI_BASE_URL=stub.openai_base_url,

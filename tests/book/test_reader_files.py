@@ -173,6 +173,20 @@ NEEDS: dict[int, tuple[str, str]] = {
 }
 
 
+# Definitions a chapter shows as `changes=` to an earlier chapter's: composed
+# and compared by the verifier, so only their names are held here.
+SHOWN_AS_CHANGES: dict[int, set[str]] = {
+    # Section 10.11.
+    10: {
+        "build_tools",
+        "build_store_tools",
+        "build_document_tools",
+        "read_document_tool",
+        "load_skill_tool",
+        "build_skill_tools",
+    },
+}
+
 # Exactly what each learner file defines: a definition added or lost is seen.
 LEARNER_DEFINES: dict[int, set[str]] = {
     10: {
@@ -185,13 +199,8 @@ LEARNER_DEFINES: dict[int, set[str]] = {
         "needs_authority",
         "kept_after_untrusted_text",
         "ExecutableTool",
-        "build_tools",
-        "build_store_tools",
-        "build_document_tools",
-        "read_document_tool",
-        "load_skill_tool",
-        "build_skill_tools",
-    },
+    }
+    | SHOWN_AS_CHANGES[10],
     11: {
         "start_supplier",
         "ledger_says",
@@ -214,20 +223,6 @@ LEARNER_DEFINES: dict[int, set[str]] = {
         "streamed",
     },
     14: {"looks_harmless", "show", "write_the_analysis", "answer_from_the_result"},
-}
-
-# Definitions a chapter shows as `changes=` to an earlier chapter's: composed
-# and compared by the verifier, so only their names are held here.
-SHOWN_AS_CHANGES: dict[int, set[str]] = {
-    # Section 10.11.
-    10: {
-        "build_tools",
-        "build_store_tools",
-        "build_document_tools",
-        "read_document_tool",
-        "load_skill_tool",
-        "build_skill_tools",
-    },
 }
 
 # Listing definitions the checkpoint must use as they are printed: at least
