@@ -35,9 +35,11 @@ __all__ = [
     "checkpoint_output",
     "constants",
     "definitions",
+    "listing_definitions",
     "parts",
     "run_checkpoint",
     "run_python",
+    "shown_as_changes",
 ]
 
 # The sections every chapter ends with, in the book's format (book/FORMAT.md).
@@ -183,6 +185,42 @@ def constants(path: Path) -> dict[str, str]:
         for target in ([node.target] if isinstance(node, ast.AnnAssign) else node.targets)
         if isinstance(target, ast.Name) and target.id != "__all__" and node.value is not None
     }
+
+
+def python_listings(chapter: Path) -> list[tuple[list[str], str]]:
+    """The words of each `python` fence's info string, with its content, in order."""
+    tokens = MarkdownIt("commonmark").parse(chapter.read_text(encoding="utf-8"))
+    return [
+        (t.info.split(), t.content)
+        for t in tokens
+        if t.type == "fence" and t.info.split()[:1] == ["python"]
+    ]
+
+
+def shown_as_changes(chapter: Path) -> set[str]:
+    """The definitions a `python changes=NAME` listing shows part of."""
+    return {
+        word.removeprefix("changes=")
+        for words, _ in python_listings(chapter)
+        for word in words
+        if word.startswith("changes=")
+    }
+
+
+def listing_definitions(chapter: Path) -> dict[str, str]:
+    """Every top-level function and class the chapter's whole python listings define.
+
+    A `changes=` listing shows part of a definition and is not Python on its
+    own; the verifier composes it and holds the learner file to the result.
+    """
+    found: dict[str, str] = {}
+    for words, content in python_listings(chapter):
+        if any(word.startswith("changes=") for word in words):
+            continue
+        for node in ast.parse(content).body:
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                found[node.name] = ast.dump(node, include_attributes=False)
+    return found
 
 
 def checkpoint_output(chapter: Path) -> str:

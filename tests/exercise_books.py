@@ -7,16 +7,25 @@ run by a real Python subprocess from inside the folder, as a learner runs them.
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import nbformat
 
 from bookproof.notebooks.build import EXERCISE_TAG
 
-__all__ = ["PYTEST", "check_cell_lines", "hand_in", "notebook_script", "run_in"]
+__all__ = [
+    "PYTEST",
+    "check_cell_lines",
+    "hand_in",
+    "load_module",
+    "notebook_script",
+    "run_in",
+]
 
 # The learner-side tests, run inside a hand-in as a learner runs them.
 PYTEST = ("-m", "pytest", "-q", "-p", "no:cacheprovider")
@@ -30,6 +39,25 @@ def hand_in(tmp_path: Path, solutions: Path, module: str, text: str) -> Path:
     for path in solutions.glob("test_*.py"):
         shutil.copyfile(path, folder / path.name)
     return folder
+
+
+def load_module(text: str, tmp_path: Path, book: str, module: str) -> ModuleType:
+    """`text` imported in this process as the grader's door sees it: `tmp_path/module.py`.
+
+    Registered under `book_module` only while it runs (a dataclass or a
+    Pydantic model looks its module up), so no two tests share one.
+    """
+    path = tmp_path / f"{module}.py"
+    path.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"{book}_{module}", path)
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    finally:
+        del sys.modules[spec.name]
+    return loaded
 
 
 def run_in(folder: Path, *argv: str) -> subprocess.CompletedProcess[str]:

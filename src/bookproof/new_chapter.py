@@ -449,6 +449,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"chapter {args.number} is laid out and still planned; write it, then set "
         f'status = "drafted" in {BookLayout(root).manifest.relative_to(root)} and declare '
-        "what its exercises change in tests/book/test_exercise_copies_follow_the_chapters.py"
+        "what its exercises change in tests/book/test_exercise_copies_follow_the_chapters.py "
+        "and what its checkpoint promises (FACTS) and its learner file defines "
+        "(LEARNER_DEFINES) in tests/book/test_reader_files.py"
     )
     return 0

@@ -109,37 +109,6 @@ def test_each_mistake_loses_exactly_its_checks(report, mistake):
     assert report[mistake].failed == MISTAKES[mistake][2]
 
 
-def run_learner_tests(folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-def test_the_solutions_own_tests_pass_against_the_solution(tmp_path):
-    folder = tmp_path / "solution"
-    folder.mkdir()
-    for path in (ROOT / "solutions" / "book01").glob("*.py"):
-        (folder / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-    result = run_learner_tests(folder)
-    assert result.returncode == 0, result.stdout
-    assert "11 passed" in result.stdout
-
-
-def test_the_solutions_own_tests_fail_against_the_starter(tmp_path):
-    folder = tmp_path / "starter"
-    folder.mkdir()
-    (folder / "morning_brief.py").write_text(STARTER, encoding="utf-8")
-    for path in (ROOT / "solutions" / "book01").glob("test_*.py"):
-        (folder / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-    result = run_learner_tests(folder)
-    assert result.returncode == 1
-    assert "9 failed, 2 passed" in result.stdout
-
-
 def notebook_output(folder: Path, unit: str) -> str:
     """Run a unit notebook's non-exercise cells as one script, as a learner's kernel would."""
     import nbformat

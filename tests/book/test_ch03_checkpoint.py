@@ -36,15 +36,6 @@ def run_checkpoint(cwd: Path, **variables: str) -> subprocess.CompletedProcess[s
     return run_script(CHECKPOINT, cwd, **variables)
 
 
-def test_offline_checkpoint_prints_the_chapters_checkpoint_output(tmp_path: Path) -> None:
-    result = run_checkpoint(tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == checkpoint_output(CHAPTER)
-    assert "draft SKU-VANILLA: 6 tubs, 1,500 pence" in result.stdout
-    assert "drafts total: 2,600 pence" in result.stdout
-    assert "vanilla on hand: 2" in result.stdout
-
-
 def same_run_as_offline(stdout: str, label_prefix: str) -> None:
     expected = checkpoint_output(CHAPTER).splitlines()
     lines = stdout.splitlines()

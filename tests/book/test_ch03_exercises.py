@@ -6,10 +6,6 @@ The grader runs as a real subprocess over real folders, all in one batch.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 from committed import EXERCISES
 from grading import Graded, grade_batch
@@ -172,38 +168,6 @@ def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistak
     lost = report[mistake].failed
     assert MISTAKES[mistake][1] <= lost
     assert lost - MISTAKES[mistake][1] <= DATA_DEPENDENT.get(mistake, set())
-
-
-def run_learner_tests(folder: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def learner_folder(tmp_path: Path, agent_loop: str) -> Path:
-    folder = tmp_path / "hand-in"
-    folder.mkdir()
-    (folder / "agent_loop.py").write_text(agent_loop, encoding="utf-8")
-    for path in (ROOT / "solutions" / "book03").glob("test_*.py"):
-        (folder / path.name).write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
-    return folder
-
-
-def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
-    result = run_learner_tests(learner_folder(tmp_path, SOLUTION))
-    assert result.returncode == 0, result.stdout
-    assert "9 passed" in result.stdout
-
-
-def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
-    result = run_learner_tests(learner_folder(tmp_path, STARTER))
-    assert result.returncode == 1
-    assert "7 failed, 2 passed" in result.stdout
 
 
 def test_the_starter_keeps_chapter_3s_loop_and_the_grader_door_of_the_solution() -> None:

@@ -1,8 +1,8 @@
 """Exercise Book 6: the grader gives the reference full marks, the starter its chapter baseline
 only, each mistake exactly the checks it breaks, and learner tests what they catch; the solution's
-own tests pass against it and fail against the starter, its state machine catches each fault the
-unit plants, the grader's door speaks plain JSON over real store files, and the notebooks match
-their plans.
+own tests (in tests/book/test_solution_tests.py) pass against it and fail against the starter, its
+state machine catches each fault the unit plants, the grader's door speaks plain JSON over real
+store files, and the notebooks match their plans.
 """
 
 from __future__ import annotations
@@ -35,21 +35,6 @@ EXERCISE_3 = "# --- Exercise 3"
 
 def hand_in(tmp_path: Path, reservations: str) -> Path:
     return hand_in_module(tmp_path, SOLUTIONS, "reservations.py", reservations)
-
-
-def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTION), "-m", "pytest", "-q", "-p", "no:cacheprovider")
-    assert result.returncode == 0, result.stdout
-    assert "19 passed" in result.stdout
-
-
-def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, STARTER), "-m", "pytest", "-q", "-p", "no:cacheprovider")
-    assert result.returncode == 1
-    # What holds already: an exact and a short note (one line at a time is
-    # fine when every line is good), the nephew's two write-off tests, and an
-    # unknown flavour written off (a KeyError, after an UPDATE that matched nothing).
-    assert "14 failed, 5 passed" in result.stdout
 
 
 # The three faults of Unit B, each alone: what the grader's faulty versions of write_off do.
@@ -355,10 +340,6 @@ def test_the_faulty_versions_differ_from_the_solution_only_in_write_off() -> Non
             faulty[: faulty.index("def write_off(")] == SOLUTION[: SOLUTION.index("def write_off(")]
         )
         assert faulty[faulty.index(DOOR) :] == SOLUTION[SOLUTION.index(DOOR) :]
-
-
-def test_the_starter_and_the_solution_share_the_grader_door() -> None:
-    assert STARTER[STARTER.index(DOOR) :] == SOLUTION[SOLUTION.index(DOOR) :]
 
 
 def test_the_starter_is_the_chapters_learner_file_up_to_the_exercises() -> None:

@@ -1,10 +1,13 @@
-"""Chapter 6's reader files: the checkpoint's facts, the learner file, the runtime they match.
+"""Chapter 6's reader files: the learner file, a provider, the runtime they match.
 
 The runtime's `sovereign_agent.store` is chapter 5's store with chapter 6's
 changes: every definition and constant the chapter 6 learner file holds is in
 the runtime exactly as written there (the need in `sovereign_agent.shop`, the
 rest in the store), and the learner file exactly as in the chapter's listings
 (the verifier's rule).
+
+The checkpoint's offline output and facts, and a silent learner import, are held
+for every drafted chapter by tests/book/test_reader_files.py (its `FACTS` table).
 """
 
 from __future__ import annotations
@@ -37,22 +40,6 @@ SHOP = Path(sovereign_agent.shop.__file__)
 # chapter's learner file prints them, the runtime's MIGRATIONS is chapter 6's
 # with exactly these appended, in this order, and nothing else.
 LATER_MIGRATIONS = ("APPROVALS_V3", "PURCHASES_V4", "RUNS_JOURNAL")
-
-# The facts the chapter promises, written out independently of the code.
-FACTS = (
-    "reserve 3 SKU-VANILLA: on hand 2, reserved 3, incoming 0, need 9",
-    "reserve 2 SKU-CHOCOLATE: on hand 7, reserved 2, incoming 0, need 1",
-    "expect_delivery 4 SKU-STRAWBERRY: on hand 1, reserved 0, incoming 4, need 0",
-    "saved draft 1: SKU-VANILLA 9 tubs, 2,250 pence, DRAFT",
-    "saved draft 2: SKU-CHOCOLATE 1 tub, 300 pence, DRAFT",
-    "morning plan: SKU-VANILLA 9 tubs, SKU-CHOCOLATE 1 tub: 2,550 pence in all",
-    # Receiving what was expected and collecting leave each need as it was.
-    "receive 4 SKU-STRAWBERRY, expected: on hand 5, incoming 0, need 0",
-    "collect 2 SKU-CHOCOLATE: on hand 5, reserved 0, need 1",
-    "collect 3 SKU-VANILLA refused: cannot collect 3 tubs of SKU-VANILLA: only 2 on hand",
-    "the refusal changed nothing: True",
-    "still open: SKU-VANILLA 9 tubs, SKU-CHOCOLATE 1 tub: 2,550 pence in all",
-)
 
 
 def chapter_checkpoint_output() -> str:
@@ -139,21 +126,6 @@ def test_importing_the_learner_file_prints_nothing_and_touches_no_file(tmp_path:
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "__pycache__") == [
         "reservations.py"
     ]
-
-
-def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(tmp_path: Path) -> None:
-    result = run_offline(tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == chapter_checkpoint_output()
-    lines = result.stdout.splitlines()
-    for fact in FACTS:
-        assert fact in lines, fact
-
-
-def test_the_checkpoint_leaves_no_database_behind(tmp_path: Path) -> None:
-    result = run_offline(tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_provider_that_drafts_the_same_saves_the_same_drafts() -> None:

@@ -1,9 +1,9 @@
-"""Exercise Book 7: graded through the real grader CLI, the reference scores full marks, the
-starter earns its chapter baseline and no exercise point, each typical mistake loses exactly its
-checks, tests that assert nothing earn nothing, and a submission that looks for its answers
-anywhere but in the skills folders it is given earns nothing either; the solution's own tests
-pass against it and fail against the starter, the grader's door speaks plain JSON over real
-skills folders, and the notebooks match their plans.
+"""Exercise Book 7: graded through the real grader CLI, the reference scores full marks, the starter
+earns its chapter baseline and no exercise point, each typical mistake loses exactly its checks,
+tests that assert nothing earn nothing, and a submission that looks for its answers anywhere but in
+the skills folders it is given earns nothing either; the solution's own tests (in
+tests/book/test_solution_tests.py) pass against it and fail against the starter, the grader's door
+speaks plain JSON over real skills folders, and the notebooks match their plans.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from committed import EXERCISES
-from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
+from exercise_books import check_cell_lines, hand_in, run_in
 from grading import LEAK_HUNT, Graded, edited, grade_batch
 from system_components import require_executable
 
@@ -30,8 +30,6 @@ SOLUTIONS = ROOT / "solutions" / "book07"
 SOLUTION = (SOLUTIONS / "skill_tools.py").read_text(encoding="utf-8")
 STARTER = (BOOK / "skill_tools.py").read_text(encoding="utf-8")
 SKILLS = ROOT / "book" / "textbook" / "skills"
-DOOR = "# --- The grader's door"
-EXERCISES = "# --- Exercise 1"
 
 TESTS = {
     name: (SOLUTIONS / name).read_text(encoding="utf-8")
@@ -236,28 +234,6 @@ def test_answers_from_anywhere_but_the_folders_earn_nothing(report: dict[str, Gr
     hostile = report["hostile"]
     assert hostile.baseline == (6, 6)
     assert hostile.exercises == (0, 19)
-
-
-def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTIONS, "skill_tools.py", SOLUTION), *PYTEST)
-    assert result.returncode == 0, result.stdout
-    assert "20 passed" in result.stdout
-
-
-def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTIONS, "skill_tools.py", STARTER), *PYTEST)
-    assert result.returncode == 1
-    # What holds already: discovery refuses a malformed skill, with its line.
-    assert "19 failed, 1 passed" in result.stdout
-
-
-def test_the_starter_and_the_solution_share_the_chapter_part_and_the_grader_door() -> None:
-    assert STARTER[STARTER.index(DOOR) :] == SOLUTION[SOLUTION.index(DOOR) :]
-    chapter = "# --- Chapter 7:"
-    assert (
-        STARTER[STARTER.index(chapter) : STARTER.index(EXERCISES)]
-        == SOLUTION[SOLUTION.index(chapter) : SOLUTION.index(EXERCISES)]
-    )
 
 
 DOOR_SCRIPT = """

@@ -1,15 +1,18 @@
-"""Chapter 7's reader files: the checkpoint's facts, the learner file, and a runtime without YAML.
+"""Chapter 7's reader files: the learner file, the runtime module, and a runtime without YAML.
 
 The runtime's `sovereign_agent.skills` is the code the chapter teaches. The
 skills extra is optional: `import sovereign_agent`, and every earlier
 chapter's code, must work on a machine where PyYAML is not installed.
+
+The checkpoint's offline output and facts, and a silent learner import, are held
+for every drafted chapter by tests/book/test_reader_files.py (its `FACTS` table).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from chapter_files import checkpoint_output, constants, definitions, parts, run_python
+from chapter_files import constants, definitions, parts, run_python
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
 
 import sovereign_agent.skills
@@ -22,23 +25,6 @@ RUNTIME = Path(sovereign_agent.skills.__file__)
 # are its versions in the runtime, held by tests/book/test_ch08_files.py.
 CHANGED_BY_CHAPTER_8 = {"read_skill", "load_skill_tool", "build_skill_tools"}
 
-# The facts the chapter promises, written out independently of the code.
-FACTS = (
-    "skills: bulk-buyer, morning-reorder, price-check",
-    "narrowed by load_skill [call-1]: skill morning-reorder",
-    "  kept: draft_order, list_stock",
-    "  removed: load_skill, supplier",
-    "draft SKU-VANILLA: 6 tubs, 1,500 pence",
-    "draft SKU-STRAWBERRY: 4 tubs, 1,100 pence",
-    "drafts total: 2,600 pence",
-    "narrowed by load_skill [call-1]: skill bulk-buyer",
-    "  kept: list_stock",
-    "  removed: draft_order, load_skill, supplier",
-    "  ignored: place_order",
-    "refused: place_order (tool_not_allowed), draft_order (tool_not_allowed)",
-    "orders placed: 0",
-    "vanilla on hand: 2",
-)
 # Python, with PyYAML made impossible to import, as on a machine without the extra.
 WITHOUT_YAML = "import sys; sys.modules['yaml'] = None\n"
 
@@ -62,21 +48,6 @@ def test_the_runtime_exports_only_public_names_it_defines() -> None:
     # Which of them are exported is held by tests/test_public_names.py.
     public = {n for n in set(definitions(RUNTIME)) | set(constants(RUNTIME)) if n[0] != "_"}
     assert set(sovereign_agent.skills.__all__) <= public
-
-
-def test_importing_the_learner_file_prints_nothing(tmp_path: Path) -> None:
-    result = run_python(str(LEARNER), cwd=tmp_path)
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-
-
-def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(tmp_path: Path) -> None:
-    result = run_python(str(CHECKPOINT), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == checkpoint_output(CHAPTER)
-    lines = result.stdout.splitlines()
-    for fact in FACTS:
-        assert fact in lines, fact
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_provider_that_follows_the_bulk_buyer_still_cannot_buy() -> None:

@@ -1,15 +1,18 @@
-"""Chapter 8's reader files: the checkpoint's facts, the learner file, and the runtime module.
+"""Chapter 8's reader files: the learner file, the runtime module, a provider.
 
 The runtime's `sovereign_agent.documents` is the code the chapter teaches,
 line for line. The checkpoint shows the naive loop buying and this runtime
-refusing, offline and against a real HTTP provider that follows the note.
+refusing against a real HTTP provider that follows the note.
+
+The checkpoint's offline output and facts, and a silent learner import, are held
+for every drafted chapter by tests/book/test_reader_files.py (its `FACTS` table).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from chapter_files import checkpoint_output, constants, definitions, parts, run_python
+from chapter_files import constants, definitions, parts, run_python
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
 
 import sovereign_agent.documents
@@ -25,21 +28,6 @@ SKILLS_RUNTIME = Path(sovereign_agent.skills.__file__)
 SKILL_DEFINITIONS = {"read_skill", "load_skill_tool", "build_skill_tools"}
 SKILL_CONSTANTS = {"SHOP_OWN", "OUTSIDE", "OUTSIDE_SKILL_KEEPS", "Provenance"}
 
-# The facts the chapter promises, written out independently of the code.
-FACTS = (
-    "documents: strawberry-price.md, vanilla-offer.md",
-    "naive loop",
-    "purchases: 500 tubs of SKU-VANILLA",
-    "this runtime",
-    "refused: place_order (tool_not_allowed)",
-    "narrowed by read_document [call-1]: untrusted text: vanilla-offer.md",
-    "  kept: list_stock, read_document, supplier",
-    "  removed: draft_order, place_order",
-    "purchases: (none)",
-    "vanilla on hand: 2",
-    "narrowed by read_document [call-1]: untrusted text: strawberry-price.md",
-    "quoted SKU-STRAWBERRY: 275 pence",
-)
 # Python, with PyYAML made impossible to import, as on a machine without the skills extra.
 WITHOUT_YAML = "import sys; sys.modules['yaml'] = None\n"
 
@@ -74,24 +62,6 @@ def test_the_runtime_exports_only_public_names_it_defines() -> None:
     # Which of them are exported is held by tests/test_public_names.py.
     public = {n for n in set(definitions(RUNTIME)) | set(constants(RUNTIME)) if n[0] != "_"}
     assert set(sovereign_agent.documents.__all__) <= public
-
-
-def test_importing_the_learner_file_prints_nothing(tmp_path: Path) -> None:
-    result = run_python(str(LEARNER), cwd=tmp_path)
-    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-
-
-def test_the_offline_checkpoint_prints_the_chapters_output_and_its_facts(tmp_path: Path) -> None:
-    result = run_python(str(CHECKPOINT), cwd=tmp_path)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout == checkpoint_output(CHAPTER)
-    lines = result.stdout.splitlines()
-    for fact in FACTS:
-        assert fact in lines, fact
-    # The naive loop bought before this runtime ran; this runtime bought nothing.
-    assert lines.index("purchases: 500 tubs of SKU-VANILLA") < lines.index("this runtime")
-    assert lines.index("this runtime") < lines.index("purchases: (none)")
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_provider_that_follows_the_note_buys_in_the_naive_loop_and_not_in_ours() -> None:

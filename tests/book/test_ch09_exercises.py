@@ -1,6 +1,7 @@
 """Exercise Book 9: graded through the real grader, each typical mistake loses exactly its checks,
-tests that assert nothing earn nothing, the solution's own tests pass against it and fail against
-the starter, the grader's door answers plain JSON, and the notebooks' cells show the exercises done.
+tests that assert nothing earn nothing, the solution's own tests (in
+tests/book/test_solution_tests.py) pass against it and fail against the starter, the grader's door
+answers plain JSON, and the notebooks' cells show the exercises done.
 
 No MCP server runs in any of this: the grader plays the server with the lists it writes, and so
 do these tests (the chapter's own tests start the real servers).
@@ -8,15 +9,13 @@ do these tests (the chapter's own tests start the real servers).
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from committed import EXERCISES
-from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
+from exercise_books import check_cell_lines, load_module
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
@@ -154,45 +153,8 @@ def test_tests_that_assert_nothing_catch_nothing(report: dict[str, Graded]) -> N
     }
 
 
-def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTIONS, "remote_tools.py", SOLUTION), *PYTEST)
-    assert result.returncode == 0, result.stdout
-    assert "14 passed" in result.stdout
-
-
-def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTIONS, "remote_tools.py", STARTER), *PYTEST)
-    assert result.returncode == 1
-    # What holds already: the server's words are never offered, whatever joins; the
-    # starter finds nothing changed, which is right for the same list and for a tool added.
-    assert "11 failed, 3 passed" in result.stdout
-
-
-def test_the_starter_and_the_solution_share_the_chapter_part_and_the_door() -> None:
-    chapter = "# --- Chapter 9:"
-    exercises = "# --- Exercise 1"
-    door = "# --- The grader's door"
-    for marker in (chapter, exercises, door):
-        assert STARTER.count(marker) == SOLUTION.count(marker) == 1, marker
-    assert (
-        STARTER.split(exercises)[0].split(chapter)[1]
-        == SOLUTION.split(exercises)[0].split(chapter)[1]
-    )
-    assert STARTER.split(door)[1] == SOLUTION.split(door)[1]
-
-
 def load(text: str, tmp_path: Path) -> ModuleType:
-    path = tmp_path / "remote_tools.py"
-    path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("book09_remote_tools", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_module(text, tmp_path, "book09", "remote_tools")
 
 
 def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:

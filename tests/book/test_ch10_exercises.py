@@ -1,6 +1,7 @@
 """Exercise Book 10: graded through the real grader, each typical mistake loses exactly its checks,
-tests that assert nothing earn nothing, the solution's own tests pass against it and fail against
-the starter, the grader's door answers plain JSON, and the notebooks' cells show the exercises done.
+tests that assert nothing earn nothing, the solution's own tests (in
+tests/book/test_solution_tests.py) pass against it and fail against the starter, the grader's door
+answers plain JSON, and the notebooks' cells show the exercises done.
 
 Every store is a real SQLite file: the grader's in the sandbox's scratch, these tests' in pytest's
 tmp_path.
@@ -8,15 +9,13 @@ tmp_path.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from committed import EXERCISES
-from exercise_books import PYTEST, check_cell_lines, hand_in, run_in
+from exercise_books import check_cell_lines, load_module
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
@@ -217,45 +216,8 @@ def test_tests_that_assert_nothing_catch_nothing(report: dict[str, Graded]) -> N
     }
 
 
-def test_the_solutions_own_tests_pass_against_the_solution(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTIONS, "approval_rules.py", SOLUTION), *PYTEST)
-    assert result.returncode == 0, result.stdout
-    assert "10 passed" in result.stdout
-
-
-def test_the_solutions_own_tests_fail_against_the_starter(tmp_path: Path) -> None:
-    result = run_in(hand_in(tmp_path, SOLUTIONS, "approval_rules.py", STARTER), *PYTEST)
-    assert result.returncode == 1
-    # What holds already: an approval of exactly the cap, an uncapped operator,
-    # a denial, and a run with nothing approved releasing nothing.
-    assert "6 failed, 4 passed" in result.stdout
-
-
-def test_the_starter_and_the_solution_share_the_chapter_part_and_the_door() -> None:
-    chapter = "# --- Chapter 10:"
-    exercises = "# --- Exercise 1"
-    door = "# --- The grader's door"
-    for marker in (chapter, exercises, door):
-        assert STARTER.count(marker) == SOLUTION.count(marker) == 1, marker
-    assert (
-        STARTER.split(exercises)[0].split(chapter)[1]
-        == SOLUTION.split(exercises)[0].split(chapter)[1]
-    )
-    assert STARTER.split(door)[1] == SOLUTION.split(door)[1]
-
-
 def load(text: str, tmp_path: Path) -> ModuleType:
-    path = tmp_path / "approval_rules.py"
-    path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("book10_approval_rules", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_module(text, tmp_path, "book10", "approval_rules")
 
 
 def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:

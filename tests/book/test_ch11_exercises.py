@@ -8,15 +8,13 @@ file, every request real HTTP on 127.0.0.1.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from committed import EXERCISES
-from exercise_books import check_cell_lines
+from exercise_books import check_cell_lines, load_module
 from grading import Graded, edited, grade_batch
 
 from bookproof.grade.books import load_book
@@ -90,31 +88,8 @@ def test_each_mistake_loses_exactly_its_checks(report: dict[str, Graded], mistak
     assert report[mistake].failed == MISTAKES[mistake][1]
 
 
-def test_the_starter_and_the_solution_share_the_chapter_part_and_the_door() -> None:
-    chapter = "# --- Chapter 11:"
-    exercises = "# --- Exercise 1"
-    door = "# --- The grader's door"
-    for marker in (chapter, exercises, door):
-        assert STARTER.count(marker) == SOLUTION.count(marker) == 1, marker
-    assert (
-        STARTER.split(exercises)[0].split(chapter)[1]
-        == SOLUTION.split(exercises)[0].split(chapter)[1]
-    )
-    assert STARTER.split(door)[1] == SOLUTION.split(door)[1]
-
-
 def load(text: str, tmp_path: Path) -> ModuleType:
-    path = tmp_path / "purchase_rules.py"
-    path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("book11_purchase_rules", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_module(text, tmp_path, "book11", "purchase_rules")
 
 
 def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:

@@ -8,15 +8,13 @@ own; a learner's module only ever hands over text.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 from committed import EXERCISES
-from exercise_books import check_cell_lines
+from exercise_books import check_cell_lines, load_module
 from grading import Graded, edited, grade_batch
 from system_components import require_executable
 
@@ -162,26 +160,8 @@ def test_a_hostile_program_is_run_on_the_graders_terms_and_earns_nothing(
     assert HOSTILE[hostile][1] in _feedback(graded, "ex1_weekday_program")
 
 
-def test_the_starter_and_the_solution_share_the_chapter_part_and_the_door() -> None:
-    exercises = "# --- Exercise 1"
-    door = "# --- The grader's door"
-    for marker in (exercises, door):
-        assert STARTER.count(marker) == SOLUTION.count(marker) == 1, marker
-    assert STARTER.split(door)[1] == SOLUTION.split(door)[1]
-
-
 def load(text: str, tmp_path: Path) -> ModuleType:
-    path = tmp_path / "code_answers.py"
-    path.write_text(text, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("book14_code_answers", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
+    return load_module(text, tmp_path, "book14", "code_answers")
 
 
 def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
