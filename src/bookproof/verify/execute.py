@@ -19,7 +19,7 @@ import secrets
 import select
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -261,25 +261,25 @@ class _Replies:
             raise _Tampered(f"an unexpected {event!r} message")
 
 
-def _drain(descriptor: int, sink: Tail) -> None:
+def _drain(descriptor: int, feed: Callable[[bytes], object]) -> None:
     """Read what is already in a pipe, without waiting for more."""
     while select.select([descriptor], [], [], 0)[0]:
         chunk = os.read(descriptor, 65536)
         if not chunk:
             return
-        sink.feed(chunk)
+        feed(chunk)
 
 
 def _read_rest(descriptor: int, frames: _Frames, replies: _Replies) -> bool:
     """Take every message already in the channel, without waiting for more;
     whether the worker had reported everything. A frame that is not the
     worker's raises `_Tampered`, as in the main loop."""
-    while select.select([descriptor], [], [], 0)[0]:
-        chunk = os.read(descriptor, 65536)
-        if not chunk:
-            break
+
+    def take(chunk: bytes) -> None:
         for message in frames.feed(chunk):
             replies.take(message)
+
+    _drain(descriptor, take)
     return replies.done
 
 
@@ -390,7 +390,7 @@ def run_listings(
                 )
                 break
         if status is not None:
-            _drain(errors, stderr)
+            _drain(errors, stderr.feed)
             tail = stderr.data.decode("utf-8", errors="replace")
             stopped_kind = "crash"
             stopped = _ended(status) + (f"; its stderr ends with:\n{tail}" if tail else "")
