@@ -424,6 +424,25 @@ HOSTILE_TESTS: dict[str, str] = {
             with open(shop_tools.__file__) as handle:
                 assert handle.read() == published
     """,
+    # Finds one faulty version by behaviour, then outlasts it: it keeps asking
+    # until the code under test stops answering, and fails at once. A run out
+    # of time must be a timeout, never a faulty version caught.
+    "tests_outlast_the_code_under_test": """
+        import os, time
+        from shop_tools import PRICES_PENCE, SHOP, build_tools
+
+        def test_outlast():
+            tools = build_tools(SHOP, PRICES_PENCE)
+            said = " ".join(s["function"]["description"] for s in tools.schemas())
+            if "Prices:" not in said:
+                return
+            while True:
+                time.sleep(0.005)
+                try:
+                    tools.schemas()
+                except ConnectionError:
+                    os._exit(1)
+    """,
     # Counts its own runs in files, hoping the reference always runs first.
     "tests_count_their_runs": """
         import os
@@ -791,6 +810,12 @@ def test_tests_that_recognise_the_reference_by_anything_but_behaviour_earn_nothi
     entry = batch["by_name"][tests]
     lost = {c["id"] for c in entry["checks"] if not c["passed"]}
     assert lost == TESTS_CHECKS
+
+
+def test_tests_that_run_out_of_time_catch_nothing(batch: dict[str, Any]) -> None:
+    entry = batch["by_name"]["tests_outlast_the_code_under_test"]
+    outcome = {c["id"]: c["outcome"] for c in entry["checks"]}
+    assert outcome["ex1_tests_catch_price_in_schema"] == "timeout"
 
 
 def test_patching_builtins_json_and_exit_cannot_garble_honest_answers(

@@ -58,6 +58,9 @@ MAX_OBJECTS = 10_000
 MAX_REQUEST = 4 * 1024 * 1024
 # The only places a run's copy of the tests' folder may be made.
 _SCRATCH = re.compile(r"^/tmp/work-[0-9a-f]{32}$")
+# How long a server outlives its run's clock: the learner's sandbox starts
+# after the server is forked, and its watcher's clock later still.
+_ALARM_GRACE_SECONDS = 30
 
 
 def load_reference(book: Book, path: str) -> ModuleType:
@@ -258,8 +261,12 @@ def _serve_one(
 ) -> None:
     """In a fresh fork: one run's implementation on one socket, then exit."""
     try:
-        # However a run ends, this server does not outlive it by much.
-        signal.alarm(max(1, int(run["timeout"])))
+        # However a run ends, this server does not outlive it by much. It
+        # outlives the run's own clock, though: the grader's watcher must be
+        # the one to end a slow run, as a timeout. A server gone first would
+        # fail the tests' next call, and a faulty version would count as
+        # caught by tests that merely ran out of time.
+        signal.alarm(max(1, int(run["timeout"])) + _ALARM_GRACE_SECONDS)
         if not forbid_new_processes() and config["require_filter"]:
             os._exit(1)
         os.chdir(own)
