@@ -24,15 +24,16 @@ from pydantic import BaseModel, ConfigDict
 from strength import examples
 
 from sovereign_agent.effects import Effect
-from sovereign_agent.limits import Limits, RunLimits, VirtualTimeLoop
+from sovereign_agent.limits import Limits, RateLimit, RunLimits, VirtualTimeLoop
 from sovereign_agent.loop import StopReason, run_task
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ScriptedModel
-from sovereign_agent.tools import Dispatcher, ExecutableTool
+from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrow
 from sovereign_agent.trace import JsonLinesFile, Recorder, read_trace
 from sovereign_agent.trace.format import (
     ModelReplyEvent,
     RecordedRun,
     RunFinishedEvent,
+    ScopeNarrowedEvent,
     ToolCallEvent,
     ToolOutcomeEvent,
     TraceFormatError,
@@ -94,14 +95,16 @@ def traced_run(
     handler: Callable[[Wait], Any],
     *,
     virtual: bool = False,
+    limits: Limits | None = None,
+    tools: Dispatcher | None = None,
 ) -> None:
     loop_factory = VirtualTimeLoop if virtual else asyncio.new_event_loop
-    with RunLimits(Limits(), loop_factory=loop_factory) as run:
+    with RunLimits(limits or Limits(), loop_factory=loop_factory) as run:
         # On virtual time the recorder reads the run's own clock: exact durations.
         clock = (lambda: round(run.clock() * NS)) if virtual else time.perf_counter_ns
         record = run_task(
             run.model(one_turn(calls)),
-            run.dispatcher(shop(handler)),
+            run.dispatcher(shop(handler) if tools is None else tools),
             "look three times",
             max_steps=2,
             max_tool_calls=len(calls),
@@ -227,6 +230,68 @@ def test_a_trace_written_before_batches_still_reads_replays_and_exports(tmp_path
     assert [int(a["endTimeUnixNano"]) for a in tools[:-1]] == [
         int(b["startTimeUnixNano"]) for b in tools[1:]
     ]
+
+
+def skill_shop() -> Dispatcher:
+    """A read that narrows the run to itself and look, beside look, count and restock."""
+
+    def skill(arguments: Wait) -> Narrow:
+        return Narrow({"tag": arguments.tag}, keep=frozenset({"skill", "look"}), reason="skill")
+
+    tools = [
+        ExecutableTool("skill", "Narrows to look.", Wait, skill, effects=READ),
+        ExecutableTool("look", "Read the freezer.", Wait, instant, effects=READ),
+        ExecutableTool("count", "Read the tubs.", Wait, instant, effects=READ),
+        ExecutableTool("restock", "Write the stock.", Wait, instant, effects=WRITE),
+    ]
+    return Dispatcher(tools, allowed=[tool.name for tool in tools], before_write=lambda call: None)
+
+
+def test_a_batch_its_first_call_narrowed_is_read_back_and_replayed(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    calls = [ask("c1", "skill", 0), ask("c2", "count", 0), ask("c3", "look", 0)]
+    calls.append(ask("c4", "restock", 0))
+    traced_run(trace, calls, instant, tools=skill_shop())
+    (run,) = read_trace(trace)
+    said = [
+        (event.event, event.call_id)
+        for event in run.events
+        if isinstance(event, ToolCallEvent | ToolOutcomeEvent | ScopeNarrowedEvent)
+    ]
+    # The narrowing follows the outcome that made it, inside the batch.
+    assert said == [
+        ("tool_call", "c1"),
+        ("tool_call", "c2"),
+        ("tool_call", "c3"),
+        ("tool_outcome", "c1"),
+        ("scope_narrowed", "c1"),
+        ("tool_outcome", "c2"),
+        ("tool_outcome", "c3"),
+        ("tool_call", "c4"),
+        ("tool_outcome", "c4"),
+    ]
+    codes = [e.code for e in tool_events(run) if isinstance(e, ToolOutcomeEvent)]
+    assert codes == ["ok", "tool_not_allowed", "ok", "tool_not_allowed"]
+    report = replay_run(run, setup=lambda **_: skill_shop())
+    assert report.divergence is None
+
+
+def test_a_call_of_a_batch_a_limit_refused_is_timed_to_its_refusal_and_replayed(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "trace.jsonl"
+    calls = [ask("c1", "look", 0.2), ask("c2", "look", 0.1), ask("c3", "look", 0.3)]
+    # Two calls a minute: the third is refused before anything of the batch runs.
+    limits = Limits(run_rate=RateLimit(calls=2, per_s=60.0))
+    traced_run(trace, calls, sleep_on_loop, virtual=True, limits=limits)
+    (run,) = read_trace(trace)
+    outcomes = {e.call_id: e for e in tool_events(run) if isinstance(e, ToolOutcomeEvent)}
+    assert outcomes["c3"].code == "rate_limited"
+    assert [outcomes[c].duration_ns for c in ("c1", "c2", "c3")] == [NS // 5, NS // 10, 0]
+    report = replay_run(run, setup=lambda **_: shop(instant))
+    assert report.divergence is None
+    assert any(note.startswith("1 call(s) a limit answered") for note in report.notes)
+    assert any(note.startswith("1 batch(es)") for note in report.notes)
 
 
 # -- the reader holds every outcome to its call ----------------------------------
