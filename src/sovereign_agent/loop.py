@@ -20,7 +20,9 @@ record and the trace say which call narrowed it, why, and what it removed.
 Chapter 13 names the stops its limits make (a `RunLimitReached` from the model
 client ends the run under the limit's name, not as a model error), and hands
 a turn's reads to a dispatcher that can run them side by side (`attempt_turn`),
-each answered in the model's order; any other call still runs alone.
+each answered in the model's order; any other call still runs alone. The
+trace takes up every call of such a batch before any outcome, and times each
+call to its own answer, not to the batch's.
 
 The definitions below are the ones the chapters print, line for line (a test
 compares their syntax trees with the latest learner file that defines them).
@@ -29,7 +31,7 @@ compares their syntax trees with the latest learner file that defines them).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -54,6 +56,7 @@ __all__ = [
     "StopReason",
     "TurnDispatcher",
     "answer_together",
+    "batch_from",
     "check_setup",
     "observation_message",
     "one_line",
@@ -179,9 +182,14 @@ def one_line(error: Exception) -> str:
 
 @runtime_checkable
 class TurnDispatcher(Protocol):
-    """A dispatcher that can answer several calls of one turn together (chapter 13)."""
+    """A dispatcher that can answer several calls of one turn together (chapter 13).
 
-    def attempt_turn(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]: ...
+    `answered` hears each call's id as soon as that call's outcome is known.
+    """
+
+    def attempt_turn(
+        self, calls: Sequence[ToolCall], *, answered: Callable[[str], None] | None = None
+    ) -> list[ToolOutcome]: ...
 
 
 def runs_side_by_side(dispatcher: Dispatcher, call: ToolCall) -> bool:
@@ -195,22 +203,33 @@ def runs_side_by_side(dispatcher: Dispatcher, call: ToolCall) -> bool:
     )
 
 
-def answer_together(
-    dispatcher: Dispatcher, ready: Mapping[int, ToolCall], first: int
-) -> dict[int, ToolOutcome]:
-    """The outcomes of the call at `first` and of the reads right after it, run side by side.
+def batch_from(dispatcher: Dispatcher, ready: Mapping[int, ToolCall], first: int) -> list[int]:
+    """The call at `first` and the reads right after it that may run beside it, by index.
 
-    A call that may not run beside others is answered alone, by `attempt`,
-    as chapter 3 answered every call. The run of reads stops at the first
-    call that is not one, or that the loop itself refused (it is not `ready`).
+    A call that may not run beside others is a batch of one. The run of reads
+    stops at the first call that is not one, or that the loop itself refused
+    (it is not `ready`).
     """
     batch = [first]
     if runs_side_by_side(dispatcher, ready[first]):
         while batch[-1] + 1 in ready and runs_side_by_side(dispatcher, ready[batch[-1] + 1]):
             batch.append(batch[-1] + 1)
+    return batch
+
+
+def answer_together(
+    dispatcher: Dispatcher,
+    ready: Mapping[int, ToolCall],
+    batch: Sequence[int],
+    answered: Callable[[str], None],
+) -> dict[int, ToolOutcome]:
+    """The outcomes of one batch of calls, run side by side; `answered` hears of each as it ends.
+
+    A batch of one is answered by `attempt`, as chapter 3 answered every call.
+    """
     if len(batch) == 1 or not isinstance(dispatcher, TurnDispatcher):
-        return {first: dispatcher.attempt(ready[first])}
-    outcomes = dispatcher.attempt_turn([ready[index] for index in batch])
+        return {batch[0]: dispatcher.attempt(ready[batch[0]])}
+    outcomes = dispatcher.attempt_turn([ready[index] for index in batch], answered=answered)
     return dict(zip(batch, outcomes, strict=True))
 
 
@@ -316,14 +335,19 @@ def run_task(
             refusals.append(refusal)
         answered: dict[int, ToolOutcome] = {}
         for index, raw in enumerate(calls):
-            trace.tool_call(raw)
             refusal = refusals[index]
             if refusal is not None:
+                trace.tool_call(raw)
                 # Stopped by the loop itself: nothing ran, and the model gets a code.
                 outcome = ToolOutcome({"ok": False, "error": refusal}, handler_ran=False)
             else:
                 if index not in answered:
-                    answered.update(answer_together(dispatcher, ready, index))
+                    batch = batch_from(dispatcher, ready, index)
+                    # Every call of a batch is taken up before any of them runs;
+                    # the trace times each from here to its own answer.
+                    for member in batch:
+                        trace.tool_call(calls[member])
+                    answered.update(answer_together(dispatcher, ready, batch, trace.tool_answered))
                 outcome = answered.pop(index)
                 if outcome.handler_ran and raw.name not in dispatcher.allowed:
                     # It ran beside a read that then narrowed the run without it:

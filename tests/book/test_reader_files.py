@@ -243,6 +243,7 @@ LEARNER_DEFINES: dict[int, set[str]] = {
         "StopReason",
         "TurnDispatcher",
         "runs_side_by_side",
+        "batch_from",
         "answer_together",
     }
     | SHOWN_AS_CHANGES[13],

@@ -26,6 +26,7 @@ from sovereign_agent.evaluate.metrics import (
 from sovereign_agent.evaluate.sloppy import SloppyModel
 from sovereign_agent.evaluate.suite import DEFAULT_FACTORY, Expectations, Suite, Task, Variant
 from sovereign_agent.evaluate.variants import variant_tools
+from sovereign_agent.limits import RunLimits
 from sovereign_agent.loop import RunRecord, run_task
 from sovereign_agent.models import ModelClient
 from sovereign_agent.shop import NoArguments
@@ -169,15 +170,28 @@ def _one_run(
     # The recorder run_task would make itself (SOVEREIGN_TRACE, or none), held
     # here so that the result can name the run's id in the trace.
     recorder = recorder_from_env()
-    record = run_task(
-        model,
-        tools,
-        task.text,
-        max_steps=suite.max_steps,
-        max_tool_calls=suite.max_tool_calls,
-        system=suite.system,
-        recorder=recorder,
-    )
+    if suite.limits is None:
+        record = run_task(
+            model,
+            tools,
+            task.text,
+            max_steps=suite.max_steps,
+            max_tool_calls=suite.max_tool_calls,
+            system=suite.system,
+            recorder=recorder,
+        )
+    else:
+        # Each run its own limits: its own deadline, buckets and spending.
+        with RunLimits(suite.limits) as limited:
+            record = run_task(
+                limited.model(model),
+                limited.dispatcher(tools),
+                task.text,
+                max_steps=suite.max_steps,
+                max_tool_calls=suite.max_tool_calls,
+                system=suite.system,
+                recorder=recorder,
+            )
     # The operator reads the final stock through the shop's own report, past
     # the allowlist: a variant may hide list_stock from the model, never from us.
     final_stock = tools.tools["list_stock"].handler(NoArguments())

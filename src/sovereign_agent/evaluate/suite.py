@@ -31,6 +31,18 @@
     steps_at_most = 4
     never_executed = ["place_order"]
 
+    [limits]                    # optional: chapter 13's limits, for every run
+    max_tokens = 2000           # any field of `sovereign_agent.limits.Limits`
+    deadline_s = 30
+
+A task may expect any stop reason the loop names (`StopReason`), chapter 13's
+`token_budget`, `money_budget` and `deadline` among them. Those three need
+the limit that makes them in `[limits]` (`max_tokens`, `max_pence` with its
+`prices`, `deadline_s`): without it the run could never stop so, and the
+suite is refused rather than fail every run. The offline stand-in reports no
+token counts, so under a token or money budget it stops at its first reply,
+as any model that reports none does; a real model reports them.
+
 A mistake in a suite is reported with the file and the key that holds it,
 never turned into a default: a suite that silently checks less than it says
 would measure nothing while looking as if it did. A suite names code to run
@@ -43,8 +55,17 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from sovereign_agent.limits import Limits
+from sovereign_agent.loop import StopReason
 from sovereign_agent.trace.inputs import MAX_DEPTH, InputError, depth_problem, read_regular_text
 
 __all__ = [
@@ -122,20 +143,39 @@ class Variant(BaseModel):
     factory: str = Field(default=DEFAULT_FACTORY, pattern=r"^[\w./-]+:\w+$")
 
 
+# Every reason a run can stop with, in the loop's order.
+STOP_REASONS = tuple(reason.value for reason in StopReason)
+
+# The stops chapter 13's limits make, and the field of `Limits` each needs set.
+LIMIT_STOPS = {
+    StopReason.TOKEN_BUDGET.value: "max_tokens",
+    StopReason.MONEY_BUDGET.value: "max_pence",
+    StopReason.DEADLINE.value: "deadline_s",
+}
+
+
 class Expectations(BaseModel):
     """What must hold at the end of a run; a key left out is not checked."""
 
     model_config = _STRICT
 
-    stop_reason: (
-        Literal["final_answer", "step_limit", "tool_call_limit", "model_error", "duplicate_call_id"]
-        | None
-    ) = None
+    # Text, checked against the loop's own list: strict validation takes no
+    # enum from TOML, and a new stop reason needs no second list here.
+    stop_reason: str | None = None
     drafts: dict[str, Annotated[int, Field(gt=0)]] | None = None
     total_pence: Count | None = None
     on_hand: dict[str, Count] | None = None
     steps_at_most: Annotated[int, Field(ge=1)] | None = None
     never_executed: list[Name] | None = None
+
+    @field_validator("stop_reason")
+    @classmethod
+    def _a_stop_the_loop_names(cls, value: str | None) -> str | None:
+        if value is not None and value not in STOP_REASONS:
+            raise ValueError(
+                f"unknown stop reason {value!r}; a run stops with one of: {', '.join(STOP_REASONS)}"
+            )
+        return value
 
 
 class Task(BaseModel):
@@ -164,6 +204,7 @@ class Suite(BaseModel):
     model: ModelSlips = ModelSlips()
     variants: list[Variant] = Field(min_length=1)
     tasks: list[Task] = Field(min_length=1)
+    limits: Limits | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Suite:
@@ -185,6 +226,14 @@ class Suite(BaseModel):
                     raise ValueError(
                         f"task {task.name!r}: {field} names an unknown sku {unknown[0]}"
                     )
+            needed = LIMIT_STOPS.get(task.expect.stop_reason or "")
+            if needed is not None and getattr(self.limits, needed, None) is None:
+                # Without the limit no run can stop so: every run would fail
+                # the expectation, and the suite would measure nothing.
+                raise ValueError(
+                    f"task {task.name!r}: expect.stop_reason {task.expect.stop_reason} "
+                    f"needs [limits] {needed}"
+                )
         return self
 
 

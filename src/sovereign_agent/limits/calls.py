@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import replace
 from typing import Any, Protocol
@@ -103,14 +103,24 @@ class LimitedDispatcher(Dispatcher):
             return refusal
         return self._run.loop.run_until_complete(self._attempt_in_thread(call))
 
-    def attempt_turn(self, calls: Sequence[ToolCall]) -> list[ToolOutcome]:
+    def attempt_turn(
+        self, calls: Sequence[ToolCall], *, answered: Callable[[str], None] | None = None
+    ) -> list[ToolOutcome]:
         """Every call of one turn answered, in the model's order; reads side by side.
 
         The limits are met in the model's order, before anything runs, so
         which call a rate limit refuses does not depend on which finished first.
+        `answered` is told each call's id the moment its outcome is known, in
+        the order they finish, on the thread that called: a recorder times
+        each call of a batch by it, not by when the whole batch came back.
         """
         _outside_a_running_loop()
         answers: list[ToolOutcome | None] = [self._run.admit(call.name) for call in calls]
+        if answered is not None:
+            # A refusal by the limits is known at once: nothing of it ran.
+            for call, answer in zip(calls, answers, strict=True):
+                if answer is not None:
+                    answered(call.id)
         # Runs of reads go together; any other call is a batch of its own.
         batches: list[tuple[bool, list[int]]] = []
         for index, call in enumerate(calls):
@@ -122,11 +132,15 @@ class LimitedDispatcher(Dispatcher):
             else:
                 batches.append((together, [index]))
 
+        async def one(call: ToolCall) -> ToolOutcome:
+            outcome = await self._attempt_in_thread(call)
+            if answered is not None:
+                answered(call.id)
+            return outcome
+
         async def run_all() -> None:
             for _, members in batches:
-                outcomes = await asyncio.gather(
-                    *(self._attempt_in_thread(calls[index]) for index in members)
-                )
+                outcomes = await asyncio.gather(*(one(calls[index]) for index in members))
                 for index, outcome in zip(members, outcomes, strict=True):
                     answers[index] = outcome
 

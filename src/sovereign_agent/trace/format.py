@@ -211,15 +211,44 @@ TraceEvent = Annotated[
 _EVENTS: TypeAdapter[TraceEvent] = TypeAdapter(TraceEvent)
 
 # Which kinds may follow which, within one run: the loop's order, written down.
+# Calls run side by side (chapter 13) are a batch: consecutive `tool_call`
+# events, then their outcomes in the same order, each perhaps followed by
+# the narrowing it made. `_calls_problem` holds the outcomes to their calls.
 _NEXT: Mapping[str, frozenset[str]] = {
     "run_started": frozenset({"model_request"}),
     "model_request": frozenset({"model_reply", "run_finished"}),
     "model_reply": frozenset({"tool_call", "run_finished"}),
-    "tool_call": frozenset({"tool_outcome"}),
-    "tool_outcome": frozenset({"tool_call", "scope_narrowed", "model_request", "run_finished"}),
-    "scope_narrowed": frozenset({"tool_call", "model_request", "run_finished"}),
+    "tool_call": frozenset({"tool_call", "tool_outcome"}),
+    "tool_outcome": frozenset(
+        {"tool_call", "tool_outcome", "scope_narrowed", "model_request", "run_finished"}
+    ),
+    "scope_narrowed": frozenset({"tool_call", "tool_outcome", "model_request", "run_finished"}),
     "run_finished": frozenset(),
 }
+
+
+def _calls_problem(event: TraceEvent, previous: str, waiting: list[str]) -> str | None:
+    """What is wrong with `event` given the calls taken up and not yet answered, or None.
+
+    `waiting` holds their ids in the order they were taken up; it is updated.
+    An outcome answers the first call still waiting; a batch is taken up
+    whole before any of its outcomes; nothing else happens while one waits.
+    """
+    if isinstance(event, ToolCallEvent):
+        if waiting and previous != "tool_call":
+            return "tool_call while an earlier call still waits for its outcome"
+        waiting.append(event.call_id)
+    elif isinstance(event, ToolOutcomeEvent):
+        if not waiting:
+            return "tool_outcome answers no call that was taken up"
+        if event.call_id != waiting[0]:
+            shown = json.dumps(waiting[0])[:40]
+            return f"tool_outcome answers {json.dumps(event.call_id)[:40]}, but {shown} waits first"
+        waiting.pop(0)
+    elif waiting and not isinstance(event, ScopeNarrowedEvent):
+        # A narrowing follows the outcome that made it, even within a batch.
+        return f"{event.event} while a call still waits for its outcome"
+    return None
 
 
 class TraceFormatError(Exception):
@@ -315,6 +344,7 @@ def parse_event(text: str, *, source: str = "<trace>", line: int = 1) -> TraceEv
 def parse_trace(lines: Iterable[str], *, source: str = "<trace>") -> list[RecordedRun]:
     """The runs in a trace's lines, each checked for order; see `read_trace`."""
     runs: dict[str, tuple[list[TraceEvent], list[int]]] = {}
+    waiting: dict[str, list[str]] = {}
     finished: set[str] = set()
     for number, raw in enumerate(lines, start=1):
         text = raw.rstrip("\n")
@@ -343,6 +373,10 @@ def parse_trace(lines: Iterable[str], *, source: str = "<trace>") -> list[Record
             raise TraceFormatError(
                 source, number, f"event {event.seq} of run {event.run}, expected {len(events) + 1}"
             )
+        if events:
+            problem = _calls_problem(event, events[-1].event, waiting.setdefault(event.run, []))
+            if problem is not None:
+                raise TraceFormatError(source, number, problem)
         events.append(event)
         numbers.append(number)
         if event.event == "run_finished":

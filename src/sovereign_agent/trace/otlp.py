@@ -26,7 +26,10 @@ exports the same bytes, and an export can be compared with an earlier one.
 Times: the run span starts at the recorded start and lasts the recorded
 duration; the trace records each call's duration but not the gaps between
 calls (the loop's own work, microseconds), so child spans are laid end to end
-from the run's start, each with its exact duration.
+from the run's start, each with its exact duration. Calls run side by side
+(a batch: several `tool_call` events before their outcomes) all start where
+the batch starts, each lasting its own duration, and the next span starts
+where the longest of them ends.
 
 The JSON is written by hand, without the OpenTelemetry SDK: the runtime depends
 on Pydantic only. The tests parse it with the official schema (the
@@ -163,7 +166,9 @@ def run_spans(run: RecordedRun, *, content: bool = False) -> list[dict[str, Any]
     cursor = begin
     children: list[dict[str, Any]] = []
     asked: ModelRequestEvent | None = None
-    called: ToolCallEvent | None = None
+    # The calls taken up and not yet answered, by id; a batch's start and end.
+    waiting: dict[str, ToolCallEvent] = {}
+    batch_start = batch_end = cursor
     last_tool: dict[str, Any] | None = None
     finished: RunFinishedEvent | None = None
     for event in run.events[1:]:
@@ -202,8 +207,14 @@ def run_spans(run: RecordedRun, *, content: bool = False) -> list[dict[str, Any]
             cursor += event.duration_ns
             asked = None
         elif isinstance(event, ToolCallEvent):
-            called = event
+            if not waiting:
+                batch_start = batch_end = cursor
+            waiting[event.call_id] = event
         elif isinstance(event, ToolOutcomeEvent):
+            # The reader holds every outcome to the first call still waiting.
+            called = waiting.pop(event.call_id, None)
+            start = batch_start
+            batch_end = max(batch_end, start + event.duration_ns)
             failed = event.code != "ok"
             attributes = {
                 "gen_ai.operation.name": "execute_tool",
@@ -228,7 +239,7 @@ def run_spans(run: RecordedRun, *, content: bool = False) -> list[dict[str, Any]
                 }
                 span_events.append(
                     {
-                        "timeUnixNano": str(cursor + event.duration_ns),
+                        "timeUnixNano": str(start + event.duration_ns),
                         "name": "exception",
                         "attributes": _attributes(exception),
                     }
@@ -239,15 +250,15 @@ def run_spans(run: RecordedRun, *, content: bool = False) -> list[dict[str, Any]
                 parent=root,
                 name=f"execute_tool {event.tool_name}",
                 kind=KIND_INTERNAL,
-                start=cursor,
-                end=cursor + event.duration_ns,
+                start=start,
+                end=start + event.duration_ns,
                 attributes=attributes,
                 error=event.code if failed else None,
                 events=span_events,
             )
             children.append(last_tool)
-            cursor += event.duration_ns
-            called = None
+            if not waiting:
+                cursor = batch_end
         elif isinstance(event, ScopeNarrowedEvent) and last_tool is not None:
             narrowed: dict[str, str | int | bool | Sequence[str] | None] = {
                 "sovereign_agent.reason": event.reason,

@@ -2,7 +2,10 @@
 
 `run_task` tells its recorder six things, in the loop's order: a run started,
 the model is asked, the model replied, a call is taken up, a call's outcome,
-the run finished; and a seventh when a call narrowed the run's tools. The
+the run finished; and a seventh when a call narrowed the run's tools. Calls
+run side by side (chapter 13) are all taken up before any outcome is told,
+and the dispatcher says when each one's answer was ready (`tool_answered`),
+so that each outcome carries its own call's duration. The
 recorder turns each into one event (see `format.py`) and hands it to a sink:
 a trace file, a list, or the replay's comparison.
 Without a sink it returns at once, so a run nobody traces pays next to nothing.
@@ -449,7 +452,11 @@ class Recorder:
         self._last_offer: Sequence[dict[str, Any]] | None = None
         self._defined: set[str] = set()
         self._tokens: list[int | None] = [None, None]
-        self._started_ns = self._asked_ns = self._called_ns = 0
+        self._started_ns = self._asked_ns = 0
+        # When each call still waiting for its outcome was taken up, and, for a
+        # call of a batch, when its answer was ready: by call id, unique in a run.
+        self._called: dict[str, int] = {}
+        self._answered: dict[str, int] = {}
 
     @property
     def enabled(self) -> bool:
@@ -484,6 +491,7 @@ class Recorder:
         self._seq = self._step = 0
         self._offered, self._last_offer, self._defined = {}, None, set()
         self._tokens = [None, None]
+        self._called, self._answered = {}, {}
         # Read once, when the run starts: a run's tools can narrow, never change.
         self._effects = {
             name: sorted(effect.value for effect in tool.effect_classes)
@@ -581,7 +589,7 @@ class Recorder:
     def tool_call(self, raw: AssistantToolCall) -> None:
         if self._sink is None:
             return
-        self._called_ns = self._clock()
+        self._called[raw.id] = self._clock()
         self._sink(
             {
                 "v": FORMAT_VERSION,
@@ -598,9 +606,20 @@ class Recorder:
             }
         )
 
+    def tool_answered(self, call_id: str) -> None:
+        """A call of a batch has its answer now; its outcome is told later, with the rest."""
+        if self._sink is None:
+            return
+        self._answered[call_id] = self._clock()
+
     def tool_outcome(self, raw: AssistantToolCall, outcome: ToolOutcome) -> None:
         if self._sink is None:
             return
+        # A call answered alone ends now; one of a batch ended when it said so.
+        ended = self._answered.pop(raw.id, None)
+        if ended is None:
+            ended = self._clock()
+        started = self._called.pop(raw.id, ended)
         observation = outcome.observation
         failure = outcome.failure
         self._sink(
@@ -615,7 +634,7 @@ class Recorder:
                 "gen_ai.tool.call.id": raw.id,
                 "code": "ok" if observation.get("ok") is True else str(observation["error"]),
                 "handler_ran": outcome.handler_ran,
-                "duration_ns": self._clock() - self._called_ns,
+                "duration_ns": ended - started,
                 "schema_fingerprint": self._offered.get(raw.name),
                 "gen_ai.tool.call.result": observation,
                 # What the model is never told, written for the operator.

@@ -27,6 +27,12 @@ answered from the trace: the server is not started or asked. The tool
 itself is built from today's declaration, so its schema fingerprint, the
 allowlist and the argument checks are today's and are compared; what the
 server answered is only repeated (`recorded_remote`).
+
+A run whose calls ran side by side (chapter 13) recorded each batch as its
+calls, taken up together, then their outcomes. The replay takes up the same
+batches, since the loop forms them from the tools' declared effect classes,
+and answers each batch's calls one after another: it compares what the
+calls came to, never how long they took.
 """
 
 from __future__ import annotations
@@ -230,6 +236,53 @@ class _LimitsAsRecorded(Dispatcher):
     def attempt(self, call: ToolCall) -> ToolOutcome:
         answer = self._answers.get(call.id)
         return super().attempt(call) if answer is None else answer
+
+
+class _InBatches(Dispatcher):
+    """A dispatcher that takes up a turn's reads together, as the recorded run's did.
+
+    Its batches run one call after another, through the dispatcher it wraps:
+    the loop forms the same batches and writes the same events, and a replay
+    compares outcomes, not times.
+    """
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        super().__init__(
+            dispatcher.tools.values(),
+            allowed=dispatcher.allowed,
+            before_write=dispatcher._before_write,
+            max_result_bytes=dispatcher.max_result_bytes,
+            hints=dispatcher.hints,
+            setup=dispatcher.setup,
+        )
+        self._inner = dispatcher
+
+    def scoped(self, names: Iterable[str]) -> Dispatcher:
+        return _InBatches(self._inner.scoped(names))
+
+    def attempt(self, call: ToolCall) -> ToolOutcome:
+        return self._inner.attempt(call)
+
+    def attempt_turn(
+        self, calls: Sequence[ToolCall], *, answered: Callable[[str], None] | None = None
+    ) -> list[ToolOutcome]:
+        outcomes = []
+        for call in calls:
+            outcomes.append(self._inner.attempt(call))
+            if answered is not None:
+                answered(call.id)
+        return outcomes
+
+
+def batches_of(run: RecordedRun) -> int:
+    """How many batches of calls `run` took up together: a tool_call right after a tool_call."""
+    events = run.events
+    return sum(
+        events[index].event == "tool_call"
+        and events[index - 1].event == "tool_call"
+        and (index < 2 or events[index - 2].event != "tool_call")
+        for index in range(1, len(events))
+    )
 
 
 def _limit_answers(run: RecordedRun) -> dict[str, ToolOutcome]:
@@ -522,6 +575,13 @@ def replay_run(
         checker.notes.append(
             f"the run stopped {stopped_by.limit}, a limit the trace does not record: "
             "its stop was taken from the trace, not reached again"
+        )
+    batches = batches_of(run)
+    if batches and isinstance(dispatcher, Dispatcher):
+        dispatcher = _InBatches(dispatcher)
+        checker.notes.append(
+            f"{batches} batch(es) of calls ran side by side when recorded; replayed as batches, "
+            "one call after another: their outcomes are compared, not their times"
         )
     remote = remote_sources(run)
     if remote:

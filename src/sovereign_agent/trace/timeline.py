@@ -171,8 +171,9 @@ def timeline(run: RecordedRun, *, limit: int | None = None) -> list[Row]:
         ),
     ]
     asked: ModelRequestEvent | None = None
-    called: ToolCallEvent | None = None
-    for event in run.events[1:]:
+    # The calls taken up and not yet answered, by id: one, or a batch of them.
+    waiting: dict[str, ToolCallEvent] = {}
+    for previous, event in zip(run.events, run.events[1:], strict=False):
         if isinstance(event, ModelRequestEvent):
             asked = event
         elif isinstance(event, ModelReplyEvent):
@@ -187,9 +188,16 @@ def timeline(run: RecordedRun, *, limit: int | None = None) -> list[Row]:
             )
             asked = None
         elif isinstance(event, ToolCallEvent):
-            called = event  # Shown with its outcome, which holds its duration.
+            waiting[event.call_id] = event  # Shown with its outcome, which holds its duration.
         elif isinstance(event, ToolOutcomeEvent):
-            # The reader holds every outcome right after its call.
+            if len(waiting) > 1 and isinstance(previous, ToolCallEvent):
+                # The first outcome of a batch: say which calls ran side by side.
+                together = ", ".join(f"[{call_id}]" for call_id in waiting)
+                rows.append(
+                    Row(str(event.step), "side by side", "", f"{len(waiting)} calls: {together}")
+                )
+            # The reader holds every outcome to the first call still waiting.
+            called = waiting.pop(event.call_id, None)
             arguments = called.arguments if called is not None else ""
             rows.append(
                 Row(
