@@ -97,7 +97,7 @@ def approve_within_cap(
         if amount > cap:
             raise ApprovalRefused(
                 "over_cap",
-                f"approval {approval_id} is for {amount} pence; {operator} may approve {cap}",
+                f"approval {approval_id} is for {amount:,} pence; {operator} may approve {cap:,}",
             )
     decide(connection, approval_id, operator, "approve")
 
@@ -193,8 +193,8 @@ def approve_while_away(
     if committed + amount > away["up_to"]:
         raise ApprovalRefused(
             "over_allowance",
-            f"approval {approval_id} is for {amount} pence; {operator} has approved "
-            f"{committed} of {away['up_to']} while the owner is away",
+            f"approval {approval_id} is for {amount:,} pence; {operator} has approved "
+            f"{committed:,} of {away['up_to']:,} while the owner is away",
         )
     decide(connection, approval_id, operator, "approve")
 

@@ -117,14 +117,14 @@ FACTS: dict[int, tuple[str, ...]] = {
     ),
     10: (
         "morning run: awaiting_approval",
-        'pending: 1 place_order {"quantity":9,"sku":"SKU-VANILLA"} 2250 pence',
+        'pending: 1 place_order {"quantity":9,"sku":"SKU-VANILLA"} 2,250 pence',
         'pending: 2 place_order {"quantity":1,"sku":"SKU-CHOCOLATE"} 300 pence',
-        "budget: 5000 pence a week, 2550 reserved, 0 spent, 2450 left",
+        "budget: 5,000 pence a week, 2,550 pence reserved, 0 pence spent, 2,450 pence left",
         "next run: final_answer",
         "ordered: SKU-VANILLA 9 tubs, approval 1",
         "ordered: SKU-CHOCOLATE 1 tub, approval 2",
-        "lucy approves 3: exit 1: error: over_budget: approval 3 is for 3300 pence;"
-        " only 2450 pence are left this week",
+        "lucy approves 3: exit 1: error: over_budget: approval 3 is for 3,300 pence;"
+        " only 2,450 pence are left this week",
     ),
     11: (
         "approval-1 attempt 1: the connection was lost before the answer (RemoteDisconnected)",

@@ -128,7 +128,7 @@ def test_strawberry_12_cannot_be_approved_over_the_budget(
         "PENDING",
     )
     before = contents(Path(connection.execute("PRAGMA database_list").fetchone()[2]))
-    with pytest.raises(ApprovalRefused, match="3300 pence; only 2450 pence are left") as refused:
+    with pytest.raises(ApprovalRefused, match="3,300 pence; only 2,450 pence are left") as refused:
         approve(connection, 3, "lucy", clock=clock)
     assert refused.value.code == "over_budget"
     assert contents(Path(connection.execute("PRAGMA database_list").fetchone()[2])) == before
@@ -248,7 +248,7 @@ def test_a_limit_below_what_is_committed_is_refused(
 ) -> None:
     morning_run(connection, clock, "friday-morning")
     approve(connection, 1, "lucy", clock=clock)
-    with pytest.raises(ApprovalRefused, match="below the 2250 pence"):
+    with pytest.raises(ApprovalRefused, match="below the 2,250 pence"):
         set_weekly_limit(connection, 2000, clock=clock)
     assert money(connection, clock) == (5000, 2250, 0, 2750)
 

@@ -146,20 +146,22 @@ def test_lucy_approves_from_another_process_and_the_run_orders(
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     assert lines[0].startswith(
-        '1 PENDING place_order {"quantity":9,"sku":"SKU-VANILLA"} 2250 pence'
+        '1 PENDING place_order {"quantity":9,"sku":"SKU-VANILLA"} 2,250 pence'
     )
     assert lines[1].startswith(
         '2 PENDING place_order {"quantity":1,"sku":"SKU-CHOCOLATE"} 300 pence'
     )
     assert "run friday-morning" in lines[0]
-    assert lines[2] == "budget: 5000 pence a week, 0 reserved, 0 spent, 5000 left"
+    assert lines[2] == (
+        "budget: 5,000 pence a week, 0 pence reserved, 0 pence spent, 5,000 pence left"
+    )
     for number in ("1", "2"):
         decided = approvals_command(path, "approve", number, "--as", "lucy")
         assert decided.returncode == 0, decided.stderr
         assert decided.stdout.startswith(f"{number} APPROVED by lucy place_order")
     listed = approvals_command(path, "list")
     assert listed.stdout.splitlines()[-1] == (
-        "budget: 5000 pence a week, 2550 reserved, 0 spent, 2450 left"
+        "budget: 5,000 pence a week, 2,550 pence reserved, 0 pence spent, 2,450 pence left"
     )
     run = morning_run(pending, clock, "friday-late-morning")
     assert run.stop_reason == "final_answer"
@@ -200,7 +202,7 @@ def test_the_command_refuses_in_one_line_and_changes_nothing(
     model = ScriptedModel([AssistantMessage(tool_calls=(order_call("s", "SKU-STRAWBERRY", 12),))])
     run_with_approvals(model, dispatcher, authority, "Strawberry.", max_steps=2, max_tool_calls=2)
     assert refused(path, "approve", "3", "--as", "lucy") == (
-        "error: over_budget: approval 3 is for 3300 pence; only 2450 pence are left this week"
+        "error: over_budget: approval 3 is for 3,300 pence; only 2,450 pence are left this week"
     )
     morning_run(pending, clock, "friday-noon")
     assert refused(path, "revoke", "1", "--as", "lucy") == (

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from morning_plan import PLAN, SHOP
 from strength import examples
 
+from sovereign_agent.evaluate import run_suite
 from sovereign_agent.evaluate.skus import CATALOGUE, enum_arguments, enum_sku_tools
 from sovereign_agent.evaluate.suite import load_suite
 from sovereign_agent.evaluate.variants import variant_tools
@@ -113,3 +114,17 @@ def test_a_new_product_in_the_enum_is_a_new_tool_version_and_a_replay_diverges(
     assert divergence is not None
     assert (divergence.line, divergence.kind) == (2, "model_request")
     assert "sku.enum" in divergence.what
+
+
+def test_offline_the_enum_moves_only_the_invalid_choice_rate_as_section_4_13_says() -> None:
+    # Section 4.13 states this run's result in words instead of printing its
+    # table: seed 4, twenty repeats, every figure alike but invalid choices.
+    suite = load_suite(ROOT / "book/textbook/suites/sku_enum.toml")
+    free, enum = run_suite(suite, repeat=20, seed=4)
+    assert (free.variant.name, enum.variant.name) == ("free-string sku", "enum sku")
+    assert free.passes.shown() == enum.passes.shown()
+    assert (free.mean_steps, free.mean_calls) == (enum.mean_steps, enum.mean_calls)
+    assert free.recovered.shown() == enum.recovered.shown()
+    assert free.confusion == enum.confusion
+    assert free.invalid.shown().startswith("11.8% ")
+    assert enum.invalid.shown().startswith("16.2% ")

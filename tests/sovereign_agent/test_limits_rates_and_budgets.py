@@ -182,7 +182,7 @@ def test_the_money_budget_counts_integer_pence_per_million_tokens() -> None:
     sent, stop = chat(Metered([(2_000, 100), (2_100, 100)]), limits)
     assert sent == 1
     assert str(stop) == (
-        "money_budget: 0.6000p of 1p spent; the next request costs at least 0.5250p"
+        "money_budget: 0.6000 pence of 1 pence spent; the next request costs at least 0.5250 pence"
     )
 
 

@@ -110,7 +110,7 @@ def main() -> int:
         print("morning run:", morning(path, "friday-morning").stop_reason)
         store = open_store(path)
         for a in list_approvals(store):
-            print(f"{a.status.lower()}: {a.id} {a.tool} {a.arguments} {a.amount_pence} pence")
+            print(f"{a.status.lower()}: {a.id} {a.tool} {a.arguments} {a.amount_pence:,} pence")
         store.close()
         for number in ("1", "2"):
             status, _ = operator(path, "approve", number, "--as", "lucy")

@@ -90,7 +90,7 @@ def messages(events: list[dict[str, Any]]) -> list[Message]:
             if code == "ok" and isinstance(result.get("value"), dict):
                 value = result["value"]
                 if "total_pence" in value:
-                    label += f", {value['quantity']} tubs, {value['total_pence']} pence"
+                    label += f", {value['quantity']} tubs, {value['total_pence']:,} pence"
             drawn.append(
                 Message("dispatcher", "loop (run_task)", label, reply=True, refused=code != "ok")
             )

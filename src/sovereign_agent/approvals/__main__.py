@@ -49,7 +49,7 @@ def describe(approval: Approval, now: int) -> str:
     decided = f" by {approval.decided_by}" if approval.decided_by else ""
     return (
         f"{approval.id} {status}{decided} {approval.tool} {approval.arguments}"
-        f" {approval.amount_pence} pence run {approval.run_id}"
+        f" {approval.amount_pence:,} pence run {approval.run_id}"
         f" expires {when(approval.expires_at)}"
     )
 
@@ -89,8 +89,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(describe(approval, now))
                 money = budget(connection, now)
                 print(
-                    f"budget: {money.limit_pence} pence a week, {money.reserved_pence} reserved,"
-                    f" {money.spent_pence} spent, {money.left_pence} left"
+                    f"budget: {money.limit_pence:,} pence a week, {money.reserved_pence:,} pence"
+                    f" reserved, {money.spent_pence:,} pence spent, {money.left_pence:,} pence left"
                 )
                 return 0
             decided = decide(connection, arguments.id, arguments.operator, arguments.action)

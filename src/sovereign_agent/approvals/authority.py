@@ -163,8 +163,8 @@ def place_order(
         if arguments.quantity * unit_cost != approval.amount_pence:
             raise ApprovalRefused(
                 "price_changed",
-                f"approval {approval.id} is for {approval.amount_pence} pence;"
-                f" the order now costs {arguments.quantity * unit_cost}",
+                f"approval {approval.id} is for {approval.amount_pence:,} pence;"
+                f" the order now costs {arguments.quantity * unit_cost:,} pence",
             )
         cursor = connection.execute(
             "INSERT INTO orders (sku, quantity, unit_cost_pence, approval_id, status)"

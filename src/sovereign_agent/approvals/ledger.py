@@ -212,7 +212,7 @@ def set_weekly_limit(
         if pence < committed:
             raise ApprovalRefused(
                 "over_budget",
-                f"a limit of {pence} pence is below the {committed} pence reserved or spent",
+                f"a limit of {pence:,} pence is below the {committed:,} pence reserved or spent",
             )
         connection.execute(
             "INSERT INTO budget (id, weekly_limit_pence) VALUES (1, ?)"
@@ -304,8 +304,8 @@ def decide(
             if approval.amount_pence > left:
                 raise ApprovalRefused(
                     "over_budget",
-                    f"approval {approval_id} is for {approval.amount_pence} pence;"
-                    f" only {left} pence are left this week",
+                    f"approval {approval_id} is for {approval.amount_pence:,} pence;"
+                    f" only {left:,} pence are left this week",
                 )
         status = {"approve": "APPROVED", "deny": "DENIED", "revoke": "REVOKED"}[decision]
         connection.execute(

@@ -74,7 +74,7 @@ class Spending:
             least = price.cost_micropence(self.next_at_least, 0)
             if self.micropence + least > limits.max_pence * 1_000_000:
                 raise MoneyBudgetSpent(
-                    f"{_pence(self.micropence)} of {limits.max_pence}p spent; "
+                    f"{_pence(self.micropence)} of {limits.max_pence:,} pence spent; "
                     f"the next request costs at least {_pence(least)}"
                 )
 
@@ -100,7 +100,9 @@ class Spending:
 
 
 def _pence(micropence: int) -> str:
-    return f"{micropence / 1_000_000:.4f}p"
+    # The book's one money format, with the four decimals a request's cost needs:
+    # a model call costs a fraction of a penny.
+    return f"{micropence / 1_000_000:,.4f} pence"
 
 
 class LimitedModel:
