@@ -166,6 +166,22 @@ def changed_tools(
     return frozenset()
 
 
+# --- Exercise 3 (Unit C, open design): what a server that changed may keep ---------------
+
+
+def still_offered(
+    joined: Iterable[Declared],
+    at_connection: Iterable[Advertised],
+    relists: Iterable[Iterable[Advertised]],
+) -> list[list[str]]:
+    """After each later list, the local names of the joined tools the model is still offered.
+
+    Sorted, one list per list in `relists`, in order. Unit C says what Lucy
+    needs of a session whose server changes its tools; how it is done is yours.
+    """
+    raise NotImplementedError("Exercise 3: write still_offered")
+
+
 # --- The grader's door: plain JSON in, plain JSON out (leave it as it is) ---------------
 
 
@@ -209,4 +225,15 @@ def watch(connection: list[dict[str, Any]], relists: list[list[dict[str, Any]]])
         "changed": [
             sorted(changed_tools(joined, checked, _advertised(relist))) for relist in relists
         ],
+    }
+
+
+def keep(connection: list[dict[str, Any]], relists: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Join at `connection`, then, after each later list, what `still_offered` keeps offering."""
+    checked = _advertised(connection)
+    joined, _ = match_tools(SHOP_DECLARATIONS, checked)
+    kept = still_offered(joined, checked, [_advertised(relist) for relist in relists])
+    return {
+        "joined": sorted(declaration.name for declaration in joined),
+        "offered": [sorted(names) for names in kept],
     }

@@ -6,7 +6,9 @@ definitions are here unchanged (the morning's setup module, `start_supplier`,
 recovering work is the book's package (`sovereign_agent.journal`, `.leases`,
 `.fencing`, `.runs`). Exercise 1 says what a resuming worker would take from
 a run's journal and what it would still have to do; Exercise 2 decides, from
-a run's row alone, whether a worker may write or claim. At the end, the
+a run's row alone, whether a worker may write or claim; Exercise 3 (Unit C,
+an open design task) gives up on a run that keeps losing its workers, so the
+runs behind it are claimed. At the end, the
 grader's door: plain JSON in and out, a store file at the path given, and no
 process started.
 """
@@ -17,6 +19,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,7 @@ from typing import Any
 from sovereign_agent.approvals import add_operator, approve, list_approvals, set_weekly_limit
 from sovereign_agent.fencing import fence, fenced_writes
 from sovereign_agent.journal import Journal
-from sovereign_agent.leases import Lease, LeaseLost, claim_next
+from sovereign_agent.leases import DEFAULT_LEASE_SECONDS, Clock, Lease, LeaseLost, claim_next
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ModelReply
 from sovereign_agent.runs import submit_run
 from sovereign_agent.shop import PRICES_PENCE
@@ -199,6 +202,26 @@ def lease_decision(
     raise NotImplementedError("Exercise 2: write lease_decision")
 
 
+# --- Exercise 3 (Unit C, open design): a run that keeps losing its workers --------------
+
+
+def claim_patiently(
+    connection: sqlite3.Connection,
+    worker: str,
+    max_claims: int,
+    *,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    clock: Clock = time.time,
+) -> Lease | None:
+    """Claim the next run as chapter 12's `claim_next` does, with Lucy's rule for a poison run.
+
+    A run whose lease has been given out `max_claims` times already, and has
+    run out again, is one no worker survives. Unit C says what Lucy needs;
+    how it is done is yours.
+    """
+    raise NotImplementedError("Exercise 3: write claim_patiently")
+
+
 # --- The grader's door: plain JSON in and out (leave this part as it is) ----------------
 
 
@@ -219,6 +242,25 @@ def claim_file(path: str, worker: str, lease_ms: int, now_ms: int) -> list[int] 
             lease_seconds=(lease_ms + 0.5) / 1000,
             clock=lambda: (now_ms + 0.5) / 1000,
         )
+    return None if lease is None else [lease.run_id, lease.generation, lease.expires_ms]
+
+
+def patient_file(
+    path: str, worker: str, max_claims: int, lease_ms: int, now_ms: int
+) -> list[int] | str | None:
+    """Claim by Lucy's rule at `now_ms`: [run, generation, expires_ms], None or "ValueError"."""
+    with closing(open_store(path)) as store:
+        try:
+            # Half a millisecond over, as in claim_file: whole milliseconds come out exact.
+            lease = claim_patiently(
+                store,
+                worker,
+                max_claims,
+                lease_seconds=(lease_ms + 0.5) / 1000,
+                clock=lambda: (now_ms + 0.5) / 1000,
+            )
+        except ValueError:
+            return "ValueError"
     return None if lease is None else [lease.run_id, lease.generation, lease.expires_ms]
 
 

@@ -1,11 +1,12 @@
-"""Exercise Book 13: chapter 13's limits, plus two more the shop asks for.
+"""Exercise Book 13: chapter 13's limits, plus three more the shop asks for.
 
 The starter: it runs, and does none of the exercises yet. Chapter 13's
 definitions are here unchanged (the slow supplier, `TokenBucket`, the metered
 model, the two dialects' streams); the runtime's limits are the book's
 package, `sovereign_agent.limits`. Exercise 1 writes a sliding-window rate
-limit; Exercise 2 picks the cheapest model a budget can still pay for. At the
-end, the grader's door: plain JSON in and out.
+limit; Exercise 2 picks the cheapest model a budget can still pay for;
+Exercise 3 (Unit C, an open design task) shares a day's money among its runs.
+At the end, the grader's door: plain JSON in and out.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from sovereign_agent.effects import Effect
+from sovereign_agent.limits import Limits, Price, RunLimits, VirtualTimeLoop
+from sovereign_agent.loop import run_task
 from sovereign_agent.models import (
     AssistantMessage,
     AssistantToolCall,
@@ -242,6 +245,21 @@ def cheapest_model(
     raise NotImplementedError("Exercise 2: write cheapest_model")
 
 
+# --- Exercise 3 (Unit C, open design): a day's money, shared among its runs --------------
+
+
+def run_budget(
+    spent_today_micropence: int, daily_pence: int, reserve_pence: int, urgent: bool
+) -> int | None:
+    """The money budget, in whole pence, to give the day's next run; None not to start it.
+
+    `spent_today_micropence` is what the day's runs have spent so far, in
+    millionths of a penny, as chapter 13 counts it. Unit C says what Lucy
+    needs of the day; how it is done is yours.
+    """
+    raise NotImplementedError("Exercise 3: write run_budget")
+
+
 # --- The grader's door: plain JSON in and out; leave it as it is ----------------------
 
 
@@ -261,3 +279,63 @@ def stream_calls(events: list[dict[str, Any]], named: bool, cut: int | None) -> 
     data = wire(events, named=named)
     assembler = MessagesAssembler(model="m") if named else ChatCompletionAssembler(model="m")
     return streamed(data if cut is None else data[:cut], assembler)
+
+
+class _DayModel:
+    """Asks about vanilla `steps` times, then answers; each request reads 10,000 tokens more."""
+
+    label = "day"
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+        self.requests = 0
+
+    def complete(self, messages: Any, *, tools: Any = ()) -> ModelReply:
+        self.requests += 1
+        usage = Usage(input_tokens=10_000 * self.requests, output_tokens=1_000)
+        if self.requests > self.steps:
+            return ModelReply(
+                message=AssistantMessage(content="Done."), model="shop-model", usage=usage
+            )
+        call = AssistantToolCall(
+            id=f"call_{self.requests}",
+            name="check_availability",
+            arguments_json='{"sku": "VANILLA"}',
+        )
+        return ModelReply(
+            message=AssistantMessage(tool_calls=(call,)), model="shop-model", usage=usage
+        )
+
+
+def day_file(
+    daily_pence: int, reserve_pence: int, price: list[int], runs: list[list[Any]]
+) -> list[list[Any]]:
+    """A day of runs, each [urgent, steps], in order: how each stopped and what it spent.
+
+    Each run is given the money budget `run_budget` chooses from what the day
+    has spent so far; a run it does not start is ["not_started", 0].
+    """
+    in_pence, out_pence = price
+    prices = {
+        "shop-model": Price(input_pence_per_million=in_pence, output_pence_per_million=out_pence)
+    }
+    spent = 0
+    day: list[list[Any]] = []
+    for urgent, steps in runs:
+        budget = run_budget(spent, daily_pence, reserve_pence, urgent)
+        if budget is None:
+            day.append(["not_started", 0])
+            continue
+        with RunLimits(
+            Limits(max_pence=budget, prices=prices), loop_factory=VirtualTimeLoop
+        ) as run:
+            record = run_task(
+                run.model(_DayModel(steps)),
+                run.dispatcher(supplier_tools(0.0)),
+                "Can we get vanilla?",
+                max_steps=steps + 2,
+                max_tool_calls=steps + 2,
+            )
+        spent += run.spending.micropence
+        day.append([record.stop_reason.value, run.spending.micropence])
+    return day

@@ -206,6 +206,59 @@ def changed_tools(
     return frozenset(changed)
 
 
+# --- Exercise 3 (Unit C, open design): what a server that changed may keep ---------------
+
+
+def still_offered(
+    joined: Iterable[Declared],
+    at_connection: Iterable[Advertised],
+    relists: Iterable[Iterable[Advertised]],
+) -> list[list[str]]:
+    """After each later list, the local names of the joined tools the model is still offered.
+
+    Sorted, one list per list in `relists`, in order. Unit C says what Lucy
+    needs of a session whose server changes its tools; how it is done is yours.
+    """
+    checked: dict[str, list[Advertised]] = {}
+    for listed in at_connection:
+        checked.setdefault(listed.name, []).append(listed)
+
+    def seen(listing: Iterable[Advertised]) -> dict[str, list[str | None]]:
+        """Each name's fingerprints on one list: exactly one means listed once, readable."""
+        found: dict[str, list[str | None]] = {}
+        for listed in listing:
+            try:
+                found.setdefault(listed.name, []).append(
+                    schema_fingerprint(
+                        {
+                            "description": listed.description,
+                            "inputSchema": listed.input_schema,
+                        }
+                    )
+                )
+            except (TypeError, ValueError):
+                found.setdefault(listed.name, []).append(None)
+        return found
+
+    joined = tuple(joined)
+    at_first = seen(at_connection)
+    withdrawn: set[str] = set()
+    offered: list[list[str]] = []
+    for listing in relists:
+        now = seen(listing)
+        for declaration in joined:
+            before = at_first.get(declaration.remote_name, [])
+            after = now.get(declaration.remote_name, [])
+            # Judged against the connection, as section 9.6 judges; lost stays lost.
+            if len(after) != 1 or after[0] is None or after != before:
+                withdrawn.add(declaration.name)
+        if withdrawn:
+            # A server that changed one tool behind the shop's back spends nothing more.
+            withdrawn.update(d.name for d in joined if d.consequential)
+        offered.append(sorted(d.name for d in joined if d.name not in withdrawn))
+    return offered
+
+
 # --- The grader's door: plain JSON in, plain JSON out (leave it as it is) ---------------
 
 
@@ -249,4 +302,15 @@ def watch(connection: list[dict[str, Any]], relists: list[list[dict[str, Any]]])
         "changed": [
             sorted(changed_tools(joined, checked, _advertised(relist))) for relist in relists
         ],
+    }
+
+
+def keep(connection: list[dict[str, Any]], relists: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Join at `connection`, then, after each later list, what `still_offered` keeps offering."""
+    checked = _advertised(connection)
+    joined, _ = match_tools(SHOP_DECLARATIONS, checked)
+    kept = still_offered(joined, checked, [_advertised(relist) for relist in relists])
+    return {
+        "joined": sorted(declaration.name for declaration in joined),
+        "offered": [sorted(names) for names in kept],
     }

@@ -1,11 +1,13 @@
-"""Exercise Book 11: chapter 11's purchases, plus a report and a reconciliation.
+"""Exercise Book 11: chapter 11's purchases, a report, a reconciliation, a careful settling.
 
-The reference solution: both exercises done. Chapter 11's
+The reference solution: every exercise done. Chapter 11's
 definitions are here unchanged (`start_supplier`, `ledger_says`,
 `naive_order`, `post`, `friday_store`, `order_what_is_needed`, `show`); the
 runtime for purchasing is the book's package, `sovereign_agent.purchasing`.
 Exercise 1 reports where each order's purchase stands; Exercise 2 compares
-the store with what the supplier says, sending nothing. At the end, the
+the store with what the supplier says, sending nothing; Exercise 3 (Unit C,
+an open design task) settles unfinished purchases without trusting a
+supplier to remember a key longer than it promised. At the end, the
 grader's door: plain JSON in and out, a store file at the path given, and
 the supplier's desk started in a thread of this process.
 """
@@ -42,9 +44,14 @@ from sovereign_agent.purchasing import (
     PurchaseFailed,
     PurchaseRejected,
     SupplierDesk,
+    confirm,
     list_purchases,
     operation_id,
     purchase,
+    reject,
+    resolve_purchase,
+    resolve_purchases,
+    unfinished_orders,
 )
 from sovereign_agent.shop import PRICES_PENCE
 from sovereign_agent.store import expect_delivery, open_store, reserve, seed_store, transaction
@@ -215,6 +222,44 @@ def reconcile(connection: sqlite3.Connection, desk: SupplierDesk) -> list[dict[s
     return findings
 
 
+# --- Exercise 3 (Unit C, open design): in doubt for longer than the supplier remembers --
+
+
+def settle_unfinished(
+    connection: sqlite3.Connection, desk: SupplierDesk, now: int, keeps_keys_for: int
+) -> None:
+    """Settle every unfinished purchase as chapter 11 resolves, with Lucy's rule for old ones.
+
+    `now` is the time in whole seconds since the epoch (as `prepared_at` is
+    kept); the supplier keeps an idempotency key for `keeps_keys_for`
+    seconds. Unit C says what Lucy needs; how it is done is yours.
+    """
+    for order_id in unfinished_orders(connection):
+        row = connection.execute(
+            "SELECT prepared_at FROM purchases WHERE order_id = ?", (order_id,)
+        ).fetchone()
+        # Never prepared means never sent: no key of it can have been forgotten.
+        if row is None or now - row[0] < keeps_keys_for:
+            try:
+                resolve_purchase(connection, order_id, desk)
+            except PurchaseRejected:
+                continue  # recorded REJECTED by purchase(); the others still settle
+            continue
+        # Past the supplier's memory, "no order under this key" may mean "forgotten":
+        # asking is still safe, sending is not.
+        found = desk.look_up(operation_id(connection, order_id))
+        if found is not None:
+            confirm(connection, order_id, found)
+        else:
+            # REJECTED is the state chapter 11's resolving leaves for a person.
+            reject(
+                connection,
+                order_id,
+                f"held: in doubt for {now - row[0]} s, longer than the supplier keeps keys"
+                f" ({keeps_keys_for} s); ask the supplier before sending it again",
+            )
+
+
 # --- The grader's door: plain JSON in and out (leave this part as it is) ----------------
 
 # The desks this process started, by address, so that a check can change their faults.
@@ -299,6 +344,30 @@ def report_file(path: str) -> list[dict[str, Any]]:
 def reconcile_file(path: str, url: str) -> list[dict[str, Any]]:
     with closing(open_store(path)) as store:
         return reconcile(store, SupplierDesk(url))
+
+
+def settle_file(path: str, url: str, later: int, keeps_keys_for: int) -> str:
+    """Settle the store's unfinished purchases `later` seconds from now; "settled" once done."""
+    desk = SupplierDesk(url, settings=DeskSettings(total_deadline_s=10.0))
+    with closing(open_store(path)) as store:
+        settle_unfinished(store, desk, seconds(utc_now) + later, keeps_keys_for)
+    return "settled"
+
+
+def resolve_file(path: str, url: str) -> str:
+    """Chapter 11's resolving, as the operator's command runs it each morning: "resolved"."""
+    desk = SupplierDesk(url, settings=DeskSettings(total_deadline_s=10.0))
+    with closing(open_store(path)) as store:
+        resolve_purchases(store, desk)
+    return "resolved"
+
+
+def forget_file(ledger: str) -> int:
+    """The supplier forgets every key it holds, as its terms allow; its orders stay: how many."""
+    with closing(sqlite3.connect(ledger)) as connection, connection:
+        # A key nobody sent: a look-up finds nothing, and numbering carries on.
+        forgot = connection.execute("UPDATE orders SET idempotency_key = 'forgotten-' || number")
+        return forgot.rowcount
 
 
 def purchases_file(path: str) -> list[list[Any]]:

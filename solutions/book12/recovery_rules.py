@@ -1,12 +1,14 @@
 """Exercise Book 12: chapter 12's workers, plus a resume plan and a lease decision.
 
-The reference solution: both exercises done. Chapter 12's
+The reference solution: every exercise done. Chapter 12's
 definitions are here unchanged (the morning's setup module, `start_supplier`,
 `ledger_says`, `worker`, `friday_morning`, `runs`); the runtime for
 recovering work is the book's package (`sovereign_agent.journal`, `.leases`,
 `.fencing`, `.runs`). Exercise 1 says what a resuming worker would take from
 a run's journal and what it would still have to do; Exercise 2 decides, from
-a run's row alone, whether a worker may write or claim. At the end, the
+a run's row alone, whether a worker may write or claim; Exercise 3 (Unit C,
+an open design task) gives up on a run that keeps losing its workers, so the
+runs behind it are claimed. At the end, the
 grader's door: plain JSON in and out, a store file at the path given, and no
 process started.
 """
@@ -17,6 +19,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -24,7 +27,14 @@ from typing import Any
 from sovereign_agent.approvals import add_operator, approve, list_approvals, set_weekly_limit
 from sovereign_agent.fencing import fence, fenced_writes
 from sovereign_agent.journal import Journal
-from sovereign_agent.leases import Lease, LeaseLost, claim_next
+from sovereign_agent.leases import (
+    DEFAULT_LEASE_SECONDS,
+    Clock,
+    Lease,
+    LeaseLost,
+    claim_next,
+    milliseconds,
+)
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ModelReply
 from sovereign_agent.runs import read_run, read_steps, submit_run
 from sovereign_agent.shop import PRICES_PENCE
@@ -227,6 +237,40 @@ def lease_decision(
     return "claim" if owner is None or expires_ms <= now_ms else "wait"
 
 
+# --- Exercise 3 (Unit C, open design): a run that keeps losing its workers --------------
+
+
+def claim_patiently(
+    connection: sqlite3.Connection,
+    worker: str,
+    max_claims: int,
+    *,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    clock: Clock = time.time,
+) -> Lease | None:
+    """Claim the next run as chapter 12's `claim_next` does, with Lucy's rule for a poison run.
+
+    A run whose lease has been given out `max_claims` times already, and has
+    run out again, is one no worker survives. Unit C says what Lucy needs;
+    how it is done is yours.
+    """
+    if isinstance(max_claims, bool) or not isinstance(max_claims, int) or max_claims < 1:
+        raise ValueError(f"max_claims must be a positive int, got {max_claims!r}")
+    with transaction(connection):
+        now = milliseconds(clock)
+        # Only a run nobody holds any more: a live lease's worker may yet finish it.
+        # FAILED, not skipped: chapter 12's own workers then pass it by as well.
+        connection.execute(
+            "UPDATE runs SET status = 'FAILED', owner = NULL, lease_expires_ms = NULL,"
+            " finished_ms = ?, error = 'given up: its lease was given out '"
+            " || lease_generation || ' times, and ran out every time'"
+            " WHERE status IN ('QUEUED', 'RUNNING') AND lease_generation >= ?"
+            " AND (owner IS NULL OR lease_expires_ms <= ?)",
+            (now, max_claims, now),
+        )
+    return claim_next(connection, worker, lease_seconds=lease_seconds, clock=clock)
+
+
 # --- The grader's door: plain JSON in and out (leave this part as it is) ----------------
 
 
@@ -247,6 +291,25 @@ def claim_file(path: str, worker: str, lease_ms: int, now_ms: int) -> list[int] 
             lease_seconds=(lease_ms + 0.5) / 1000,
             clock=lambda: (now_ms + 0.5) / 1000,
         )
+    return None if lease is None else [lease.run_id, lease.generation, lease.expires_ms]
+
+
+def patient_file(
+    path: str, worker: str, max_claims: int, lease_ms: int, now_ms: int
+) -> list[int] | str | None:
+    """Claim by Lucy's rule at `now_ms`: [run, generation, expires_ms], None or "ValueError"."""
+    with closing(open_store(path)) as store:
+        try:
+            # Half a millisecond over, as in claim_file: whole milliseconds come out exact.
+            lease = claim_patiently(
+                store,
+                worker,
+                max_claims,
+                lease_seconds=(lease_ms + 0.5) / 1000,
+                clock=lambda: (now_ms + 0.5) / 1000,
+            )
+        except ValueError:
+            return "ValueError"
     return None if lease is None else [lease.run_id, lease.generation, lease.expires_ms]
 
 

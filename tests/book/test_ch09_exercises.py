@@ -55,6 +55,12 @@ UNIT_B = {
     "ex2_tests_catch_description_ignored",
     "ex2_tests_catch_vanished_unseen",
 }
+# Unit C, an open design task: graded by what the model is still offered, never by code shape.
+UNIT_C = {
+    "ex3_changed_stays_withdrawn",
+    "ex3_spending_goes_with_any_change",
+    "ex3_nothing_changed_nothing_withdrawn",
+}
 
 # name -> (edits to the solution, the checks the result must fail). The tests
 # handed in are the solution's own, which still pass against the reference.
@@ -101,6 +107,30 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
         ],
         {"ex2_schema_vanished_or_twice"},
     ),
+    # Unit C's plausible wrong designs. Each list judged alone, as section 9.6 judges
+    # it: a tool listed as it was again comes back, and the spending tool with it.
+    # The guard check waits for the first, so it fails with it.
+    "forgets_between_lists": (
+        [
+            (
+                "    for listing in relists:\n        now = seen(listing)\n",
+                "    for listing in relists:\n"
+                "        withdrawn = set()\n"
+                "        now = seen(listing)\n",
+            )
+        ],
+        UNIT_C,
+    ),
+    # Section 9.6's rule alone: only the changed tool goes, place_order stays.
+    "spending_kept": (
+        [
+            (
+                "            withdrawn.update(d.name for d in joined if d.consequential)\n",
+                "            pass\n",
+            )
+        ],
+        {"ex3_spending_goes_with_any_change"},
+    ),
 }
 
 # Tests that call the door and assert nothing: they pass everywhere, so they catch nothing.
@@ -130,7 +160,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:
     # The ids are the gradebook's columns: written out here, a renamed one is seen.
-    assert {check.id for check in load_book(9).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert {check.id for check in load_book(9).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B | UNIT_C
 
 
 def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
@@ -139,7 +169,7 @@ def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
     starter = report["starter"]
     assert starter.baseline == (5, 5)
     assert starter.exercises[0] == 0
-    assert starter.failed == UNIT_A | UNIT_B
+    assert starter.failed == UNIT_A | UNIT_B | UNIT_C
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -203,6 +233,16 @@ def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
                 "[[]]",
             ],
         ),
+        (
+            "unit_c",
+            [
+                "after list 1: ['check_availability', 'next_delivery', 'place_order']",
+                "after list 2: ['next_delivery']",
+                "after list 3: ['next_delivery']",
+                "[['check_availability', 'next_delivery', 'place_order'],"
+                " ['check_availability', 'next_delivery']]",
+            ],
+        ),
     ],
 )
 def test_the_check_cells_show_the_exercises_done_with_the_solution(
@@ -211,3 +251,10 @@ def test_the_check_cells_show_the_exercises_done_with_the_solution(
     lines = check_cell_lines(tmp_path, BOOK, "remote_tools.py", SOLUTION, unit, "test_book09_*.py")
     for line in with_the_solution:
         assert line in lines, line
+
+
+def test_unit_cs_cells_say_not_yet_with_the_starter(tmp_path: Path) -> None:
+    lines = check_cell_lines(
+        tmp_path, BOOK, "remote_tools.py", STARTER, "unit_c", "test_book09_*.py"
+    )
+    assert "not yet: Exercise 3: write still_offered" in lines

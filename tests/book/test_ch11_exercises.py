@@ -28,6 +28,8 @@ SERVER = ROOT / "book/textbook/servers/supplier_http.py"
 CHAPTER_CHECKS = {"ch11_lost_answers", "ch11_refusal_stops"}
 UNIT_A = {"ex1_report_states", "ex1_report_empty"}
 UNIT_B = {"ex2_in_doubt", "ex2_lost", "ex2_sends_nothing"}
+# Unit C, an open design task: graded by the ledger and the purchases, never by code shape.
+UNIT_C = {"ex3_recent_doubt_settled", "ex3_forgotten_doubt_held", "ex3_remembered_doubt_confirmed"}
 
 # name -> (edits to the solution, the checks the result must fail).
 MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
@@ -53,6 +55,32 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
         [('            elif held is None:\n                finding = "lost"\n', "")],
         {"ex2_lost"},
     ),
+    # Unit C's plausible wrong designs. Chapter 11's resolving for every purchase, old or
+    # not: a week-old purchase in doubt is sent again, to a supplier that forgot it.
+    "age_ignored": (
+        [("if row is None or now - row[0] < keeps_keys_for:", "if True:")],
+        {"ex3_forgotten_doubt_held", "ex3_remembered_doubt_confirmed"},
+    ),
+    # Every old purchase in doubt held without asking: one the supplier holds is never confirmed.
+    "held_without_asking": (
+        [
+            (
+                "        found = desk.look_up(operation_id(connection, order_id))\n",
+                "        found = None\n",
+            )
+        ],
+        {"ex3_remembered_doubt_confirmed"},
+    ),
+    # Held by leaving it PREPARED: the morning's resolving then sends it.
+    "held_left_prepared": (
+        [
+            (
+                "            # REJECTED is the state chapter 11's resolving leaves for a person.\n",
+                "            continue\n",
+            )
+        ],
+        {"ex3_forgotten_doubt_held"},
+    ),
 }
 
 
@@ -67,7 +95,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
 
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:
-    assert {check.id for check in load_book(11).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert {check.id for check in load_book(11).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B | UNIT_C
 
 
 def test_the_solution_earns_full_marks(report: dict[str, Graded]) -> None:
@@ -80,7 +108,7 @@ def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
     starter = report["starter"]
     assert starter.baseline == (3, 3)
     assert starter.exercises[0] == 0
-    assert starter.failed == UNIT_A | UNIT_B
+    assert starter.failed == UNIT_A | UNIT_B | UNIT_C
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -115,6 +143,27 @@ def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
     assert [f["finding"] for f in answers[3]] == ["ok", "found", "not_sent"]
 
 
+def test_settling_a_week_later_holds_what_a_forgetful_supplier_could_buy_twice(
+    tmp_path: Path,
+) -> None:
+    rules = load(SOLUTION, tmp_path)
+    ledger, path = str(tmp_path / "ledger.db"), str(tmp_path / "lucy.db")
+    url = rules.supplier_file(str(SERVER), ledger, [])
+    rules.shop_file(path, [["SKU-VANILLA", 9], ["SKU-CHOCOLATE", 1]])
+    assert rules.purchase_file(path, url, 2, "answered") == "stopped after answered"
+    # The supplier keeps its one order and forgets its key.
+    assert rules.forget_file(ledger) == 1
+    day = 24 * 60 * 60
+    assert rules.settle_file(path, url, 2 * day, day) == "settled"
+    assert rules.resolve_file(path, url) == "resolved"
+    assert rules.purchases_file(path) == [[1, "CONFIRMED", "SUP-0002"], [2, "REJECTED", None]]
+    # Only the order never sent was bought: the chocolate stays bought once.
+    assert rules.ledger_file(ledger) == [
+        ["SUP-0001", "SKU-CHOCOLATE", 1],
+        ["SUP-0002", "SKU-VANILLA", 9],
+    ]
+
+
 @pytest.mark.parametrize(
     ("unit", "with_the_solution", "with_the_starter"),
     [
@@ -137,6 +186,19 @@ def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
                 "ledger unchanged: True",
             ],
             "not yet: Exercise 2: write reconcile",
+        ),
+        (
+            "unit_c",
+            [
+                "[[1, 'CONFIRMED', 'SUP-0002'], [2, 'CONFIRMED', 'SUP-0001'],"
+                " [3, 'CONFIRMED', 'SUP-0003']]",
+                "remembers: [[1, 'CONFIRMED', 'SUP-0002'], [2, 'CONFIRMED', 'SUP-0001'],"
+                " [3, 'REJECTED', None]]",
+                "keys forgotten: 1",
+                "forgot: [[1, 'CONFIRMED'], [2, 'REJECTED'], [3, 'REJECTED']]",
+                "ledger: [['SUP-0001', 'SKU-CHOCOLATE', 1], ['SUP-0002', 'SKU-VANILLA', 9]]",
+            ],
+            "not yet: Exercise 3: write settle_unfinished",
         ),
     ],
 )

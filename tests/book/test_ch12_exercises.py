@@ -30,6 +30,8 @@ STARTER = (BOOK / "recovery_rules.py").read_text(encoding="utf-8")
 CHAPTER_CHECKS = {"ch12_claim_and_fence"}
 UNIT_A = {"ex1_in_doubt", "ex1_between_steps", "ex1_finished", "ex1_reads_only"}
 UNIT_B = {"ex2_claim_or_wait", "ex2_fenced", "ex2_ended"}
+# Unit C, an open design task: graded by the claims and the runs' rows, never by code shape.
+UNIT_C = {"ex3_poison_run_given_up", "ex3_claims_as_chapter", "ex3_held_run_left_alone"}
 
 # name -> (edits to the solution, the checks the result must fail).
 MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
@@ -81,6 +83,42 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
         [('    if status in ("FINISHED", "FAILED"):\n        return "ended"\n', "")],
         {"ex2_ended"},
     ),
+    # Unit C's plausible wrong designs. Given up on one claim early: a run still
+    # allowed another worker is ended instead of claimed.
+    "one_claim_early": (
+        [
+            (
+                "\" WHERE status IN ('QUEUED', 'RUNNING') AND lease_generation >= ?\"",
+                "\" WHERE status IN ('QUEUED', 'RUNNING') AND lease_generation >= ? - 1\"",
+            )
+        ],
+        {"ex3_claims_as_chapter"},
+    ),
+    # Given up on while its last worker still holds a live lease.
+    "held_run_failed": (
+        [
+            (
+                '" AND (owner IS NULL OR lease_expires_ms <= ?)",\n'
+                "            (now, max_claims, now),",
+                '"",\n            (now, max_claims),',
+            )
+        ],
+        {"ex3_claims_as_chapter", "ex3_held_run_left_alone"},
+    ),
+    # Another chance instead of an end: back to the queue, its generation reset,
+    # so the next claim takes it again (and a stale token could match once more).
+    "queued_again": (
+        [
+            (
+                "\"UPDATE runs SET status = 'FAILED', owner = NULL, lease_expires_ms = NULL,\"\n"
+                "            \" finished_ms = ?, error = 'given up: its lease was given out '\"\n"
+                "            \" || lease_generation || ' times, and ran out every time'\"",
+                "\"UPDATE runs SET status = 'QUEUED', owner = NULL, lease_expires_ms = NULL,\"\n"
+                '            " lease_generation = 0 * ?"',
+            )
+        ],
+        {"ex3_poison_run_given_up", "ex3_held_run_left_alone"},
+    ),
 }
 
 
@@ -95,7 +133,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
 
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:
-    assert {check.id for check in load_book(12).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert {check.id for check in load_book(12).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B | UNIT_C
 
 
 def test_the_solution_earns_full_marks(report: dict[str, Graded]) -> None:
@@ -108,7 +146,7 @@ def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
     starter = report["starter"]
     assert starter.baseline == (2, 2)
     assert starter.exercises[0] == 0
-    assert starter.failed == UNIT_A | UNIT_B
+    assert starter.failed == UNIT_A | UNIT_B | UNIT_C
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -208,6 +246,17 @@ def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
                 "third-worker at 5000 ms: claim",
             ],
             "not yet: Exercise 2: write lease_decision",
+        ),
+        (
+            "unit_c",
+            [
+                "worker-c at 4000 ms: [2, 1, 6000]",
+                "worker-c at 5000 ms: [3, 1, 7000]",
+                "worker-d at 5500 ms: None",
+                "no limit: ValueError",
+                "1 FAILED given up: its lease was given out 2 times, and ran out every time None",
+            ],
+            "not yet: Exercise 3: write claim_patiently",
         ),
     ],
 )

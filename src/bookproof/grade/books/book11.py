@@ -10,9 +10,13 @@ its ledger in the check's own scratch folder. No process is started: the
 sandbox allows none.
 
 Every check chooses its orders, the faults and where each purchase stops at
-random for this run. What it expects (which order becomes `SUP-000N`, each
-purchase's state and finding) is worked out here from the order in which the
-check sends, written out by hand, never computed from the book's code.
+random for this run; Unit C's checks also choose how long the supplier keeps
+a key and how long after the stops Lucy settles, and which desk she settles
+against (one that remembers its keys, or the same desk once it has forgotten
+them: its orders stay, their keys are gone). What it expects (which order
+becomes `SUP-000N`, each purchase's state and finding) is worked out here
+from the order in which the check sends, written out by hand, never
+computed from the book's code.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ S_RETRY = BOOK.section("11.4 Two records, and the lost answer")
 S_REFUSAL = BOOK.section("11.7 A refusal stops")
 S_UNIT_A = BOOK.section("11.11 Exercises") + " (Exercise Book 11, Unit A)"
 S_UNIT_B = BOOK.section("11.11 Exercises") + " (Exercise Book 11, Unit B)"
+S_RESOLVE = BOOK.section("11.5 Every crash point, and what resolves it") + (
+    " (Exercise Book 11, Unit C)"
+)
+S_MEANING = BOOK.section("11.8 What exactly-once means") + " (Exercise Book 11, Unit C)"
 
 # Chapter 1's prices in pence, written out again: an order costs price times tubs.
 PRICES = {"SKU-CHOCOLATE": 300, "SKU-STRAWBERRY": 275, "SKU-VANILLA": 250}
@@ -298,3 +306,179 @@ def ex2_sends_nothing(rng: random.Random) -> Trial:
         same(purchases_before, (yield call("purchases_file", path))),
         "reconcile changed the store's purchases.",
     )
+
+
+# --- Exercise 3 (Unit C, an open design task): settling, and a supplier's memory --------
+#
+# The unit gives `settle_unfinished(connection, desk, now, keeps_keys_for)` and
+# what Lucy needs; the design is the learner's. What is graded is the
+# supplier's ledger and the store's purchases only, through the door's
+# `settle_file(path, url, later, keeps_keys_for)`, which settles `later`
+# seconds after the purchases were stopped. A purchase Lucy's rule holds may
+# be recorded however the learner likes, as long as chapter 11's resolving
+# (the door's `resolve_file`) then leaves it alone.
+
+DAY = 24 * 60 * 60
+# The fates a purchase in doubt has: the store says PREPARED.
+IN_DOUBT = ("prepared", "answered")
+
+
+def confirmed_purchases(
+    purchases: Any, orders: list[list[Any]], ledger: Any, sent: list[int], known: dict[int, str]
+) -> str | None:
+    """A feedback line unless `sent` orders each became one new ledger order, and nothing else.
+
+    `known` maps the orders whose supplier order was already made to its id;
+    every order in `sent` names a new order of the ledger with its sku and
+    tubs, and the ledger holds nothing more than the known and the new.
+    """
+    if not isinstance(purchases, list) or not isinstance(ledger, list):
+        return "The store's purchases or the supplier's ledger could not be read."
+    named = {
+        row[0]: row[2]
+        for row in purchases
+        if isinstance(row, list) and len(row) == 3 and row[1] == "CONFIRMED"
+    }
+    rows = {row[0]: row[1:] for row in ledger if isinstance(row, list) and len(row) == 3}
+    new = set(rows) - set(known.values())
+    if len(ledger) != len(known) + len(sent) or len(rows) != len(ledger):
+        return "The supplier's ledger gained more orders, or fewer, than there were orders to send."
+    for order_id in sent:
+        sku, tubs = orders[order_id - 1]
+        if named.get(order_id) not in new or rows[named[order_id]] != [sku, tubs]:
+            return "An order that was never at the supplier did not become one order of its own."
+    if len({named[order_id] for order_id in sent}) != len(sent):
+        return "Two purchases named the same supplier order."
+    return None
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_RESOLVE,
+    asks="Settled soon after the stops, every unfinished purchase ends CONFIRMED, naming the "
+    "order the supplier already held or one new order of its own, and nothing is bought twice.",
+    hint="Soon after the stops, while the supplier still knew every key, a purchase was left "
+    "unsettled, sent a second time, or confirmed as an order it was not.",
+)
+def ex3_recent_doubt_settled(rng: random.Random) -> Trial:
+    fates = shuffled_fates(rng, rng.randint(5, 7))
+    server = yield from server_folder()
+    made = yield from staged(rng, server, fates)
+    if isinstance(made, str):
+        return made
+    path, url, ledger, orders, held = made
+    keeps = rng.randint(1, 7) * DAY
+    # Lost answers and a busy desk while settling: the key must carry every retry.
+    yield call("faults_file", url, [rng.choice(["drop", "503", "ok"]) for _ in range(3)])
+    yield call("settle_file", path, url, rng.randint(0, keeps - 3600), keeps)
+    purchases = yield call("purchases_file", path)
+    statuses = [
+        [n, "REJECTED" if fate == "rejected" else "CONFIRMED"]
+        for n, fate in enumerate(fates, start=1)
+    ]
+    if not isinstance(purchases, list) or [row[:2] for row in purchases] != statuses:
+        return "After settling, every purchase but the refused one is CONFIRMED."
+    known = {n: held[n] for n in held if fates[n - 1] in ("answered", "confirmed")}
+    for order_id, order in known.items():
+        if purchases[order_id - 1][2] != order:
+            return "A purchase the supplier already held names another order."
+    # The refused one's key holds another body: that order is the supplier's, not ours.
+    known.update({-n: held[n] for n in held if fates[n - 1] == "rejected"})
+    sent = [n for n, fate in enumerate(fates, start=1) if fate in ("unsent", "prepared")]
+    return confirmed_purchases(purchases, orders, (yield call("ledger_file", ledger)), sent, known)
+
+
+def stale(rng: random.Random) -> tuple[int, int]:
+    """How long the supplier keeps a key, and a settling later than that: (later, keeps)."""
+    keeps = rng.randint(1, 3) * DAY
+    return rng.randint(keeps + 3600, 10 * keeps), keeps
+
+
+def untouched(fates: list[str], held: dict[int, str], purchases: Any) -> str | None:
+    """A feedback line unless the confirmed and the refused purchases are as they were."""
+    for order_id, fate in enumerate(fates, start=1):
+        before = {
+            "confirmed": [order_id, "CONFIRMED", held.get(order_id)],
+            "rejected": [order_id, "REJECTED", None],
+        }.get(fate)
+        if before is not None and before not in purchases:
+            return "A purchase that was already settled changed."
+    return None
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_MEANING,
+    asks="Settled after the supplier may have forgotten their keys, no purchase in doubt is sent "
+    "again, not even by chapter 11's resolving afterwards; orders never sent are still bought.",
+    hint="Long after the stops, against a supplier that had forgotten its keys, a purchase in "
+    "doubt was bought a second time (by the settling, or by the resolving that came after it), "
+    "or an order that had never been sent was not bought.",
+)
+def ex3_forgotten_doubt_held(rng: random.Random) -> Trial:
+    fates = shuffled_fates(rng, rng.randint(5, 7))
+    server = yield from server_folder()
+    made = yield from staged(rng, server, fates)
+    if isinstance(made, str):
+        return made
+    path, url, ledger, orders, held = made
+    # The supplier keeps its orders and forgets their keys, as its terms allow.
+    if (yield call("forget_file", ledger)) != len(held):
+        return "The supplier's desk did not forget the keys of the orders it held."
+    later, keeps = stale(rng)
+    yield call("settle_file", path, url, later, keeps)
+    purchases = yield call("purchases_file", path)
+    if not isinstance(purchases, list):
+        return "The store's purchases could not be read after settling."
+    wrong = untouched(fates, held, purchases)
+    if wrong is not None:
+        return wrong
+    sent = [n for n, fate in enumerate(fates, start=1) if fate == "unsent"]
+    wrong = confirmed_purchases(purchases, orders, (yield call("ledger_file", ledger)), sent, held)
+    if wrong is not None:
+        return wrong
+    in_doubt = {n for n, fate in enumerate(fates, start=1) if fate in IN_DOUBT}
+    if any(row[0] in in_doubt and row[1] == "CONFIRMED" for row in purchases):
+        return "A purchase in doubt was confirmed by a supplier that had no order for it."
+    # The operator's command runs every morning: what Lucy's rule held stays held.
+    yield call("resolve_file", path, url)
+    return confirmed_purchases(
+        (yield call("purchases_file", path)),
+        orders,
+        (yield call("ledger_file", ledger)),
+        sent,
+        held,
+    )
+
+
+@BOOK.exercise(
+    3,
+    points=1,
+    section=S_MEANING,
+    asks="Settled after the supplier may have forgotten their keys, a purchase in doubt the "
+    "supplier still holds is confirmed as that order, and one it has no order for is not sent.",
+    hint="Long after the stops, against a supplier that still remembered, a purchase in doubt it "
+    "held was not confirmed as that order, or one it did not hold was sent.",
+)
+def ex3_remembered_doubt_confirmed(rng: random.Random) -> Trial:
+    fates = shuffled_fates(rng, rng.randint(5, 7))
+    server = yield from server_folder()
+    made = yield from staged(rng, server, fates)
+    if isinstance(made, str):
+        return made
+    path, url, ledger, orders, held = made
+    later, keeps = stale(rng)
+    yield call("settle_file", path, url, later, keeps)
+    purchases = yield call("purchases_file", path)
+    if not isinstance(purchases, list):
+        return "The store's purchases could not be read after settling."
+    wrong = untouched(fates, held, purchases)
+    if wrong is not None:
+        return wrong
+    for order_id, fate in enumerate(fates, start=1):
+        if fate == "answered" and [order_id, "CONFIRMED", held[order_id]] not in purchases:
+            return "A purchase in doubt that the supplier held was not confirmed as that order."
+    sent = [n for n, fate in enumerate(fates, start=1) if fate == "unsent"]
+    return confirmed_purchases(purchases, orders, (yield call("ledger_file", ledger)), sent, held)

@@ -37,6 +37,9 @@ BOOK = Book(
 S_LEASES = BOOK.section("12.5 Leases, and why a lease is not enough")
 S_UNIT_A = BOOK.section("12.9 Exercises") + " (Exercise Book 12, Unit A)"
 S_UNIT_B = BOOK.section("12.9 Exercises") + " (Exercise Book 12, Unit B)"
+S_POISON = BOOK.section("12.5 Leases, and why a lease is not enough") + (
+    " (Exercise Book 12, Unit C)"
+)
 
 WORKERS = ("worker-a", "worker-b", "worker-c", "laptop", "night-shift")
 TOOLS = ("list_stock", "place_order", "list_orders")
@@ -310,4 +313,160 @@ def ex2_ended(rng: random.Random) -> Trial:
     return expect(
         (yield call("decide_file", path, rng.randint(3, 300), holder, None, 0)) == "KeyError",
         "A run the store does not hold was given a decision.",
+    )
+
+
+# --- Exercise 3 (Unit C, an open design task): a run that keeps losing its workers ------
+#
+# The unit gives `claim_patiently(connection, worker, max_claims, *,
+# lease_seconds, clock)` and what Lucy needs; the design is the learner's.
+# What is graded is the claims the door's `patient_file` answers and the
+# runs' rows `store_file` reads, beside what chapter 12's own `claim_file`
+# does on the same store or on a twin of it.
+
+# Columns of a run's row, as `store_file` gives it.
+STATUS, OWNER, GENERATION = 3, 7, 9
+
+
+def poison(
+    path: Any, workers: list[str], gaps: list[int], lease_ms: int, last_lease_ms: int
+) -> Asks[int | str]:
+    """Run 1 claimed once per worker by chapter 12's workers, each lease left to run out.
+
+    Each claim comes its gap after the last lease ran out (the first at
+    1,000 ms). Answers when the last lease runs out, or a feedback line if a
+    claim was not what chapter 12's `claim_next` gives.
+    """
+    now, expires = 1000, 1000
+    for generation, (worker, gap) in enumerate(zip(workers, gaps, strict=True), start=1):
+        now = expires + gap
+        lease = last_lease_ms if generation == len(workers) else lease_ms
+        claimed = yield call("claim_file", path, worker, lease, now)
+        if not same([1, generation, now + lease], claimed):
+            return "A claim by chapter 12's workers did not claim the oldest run that ran out."
+        expires = now + lease
+    return expires
+
+
+def deaths(rng: random.Random, claims: int) -> tuple[list[str], list[int]]:
+    """Who claimed a run that lost them all, and how long after each lease ran out."""
+    return [rng.choice(WORKERS) for _ in range(claims)], [
+        rng.randint(0, 400) for _ in range(claims)
+    ]
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_POISON,
+    asks="A run whose lease was given out the most times Lucy allows, and ran out again, is "
+    "ended FAILED; the next run is claimed instead, and no worker claims the first again.",
+    hint="After a run had lost every worker it was allowed, a claim took it once more, or "
+    "claimed nothing, or left it where chapter 12's workers still claimed it.",
+)
+def ex3_poison_run_given_up(rng: random.Random) -> Trial:
+    path = scratch_path("lucy.db")
+    runs = yield call("queue_file", path, rng.randint(3, 5))
+    # At least two: a rule one claim off then reaches only the run it is about,
+    # never the runs queued behind it at generation 0.
+    max_claims, lease_ms = rng.randint(2, 4), rng.randint(500, 3000)
+    expires = yield from poison(path, *deaths(rng, max_claims), lease_ms, lease_ms)
+    if isinstance(expires, str):
+        return expires
+    now = expires + rng.randint(0, 1000)
+    worker = rng.choice(WORKERS)
+    claimed = yield call("patient_file", path, worker, max_claims, lease_ms, now)
+    if not same([runs[1], 1, now + lease_ms], claimed):
+        return "The claim after the poison run's last lease ran out did not take the next run."
+    rows = (yield call("store_file", path))[0]
+    if rows[0][STATUS] != "FAILED" or rows[0][OWNER] is not None:
+        return "The run that lost every worker it was allowed is not ended FAILED."
+    # Chapter 12's own worker, later: the second run is still held, the first is over.
+    later = now + rng.randint(0, lease_ms - 1)
+    return expect(
+        same(
+            [runs[2], 1, later + 1000], (yield call("claim_file", path, "night-shift", 1000, later))
+        ),
+        "A worker of chapter 12 claimed the run that had been given up on.",
+    )
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_POISON,
+    asks="Below the most claims Lucy allows, every claim is chapter 12's: the oldest claimable "
+    "run, its next generation and expiry, or nothing while every run is held.",
+    hint="A run that had not yet lost every worker it was allowed was passed over or given up "
+    "on, or a claim differed from a claim by chapter 12's workers on the same store.",
+)
+def ex3_claims_as_chapter(rng: random.Random) -> Trial:
+    twins = [scratch_path("chapter.db"), scratch_path("patient.db")]
+    count = rng.randint(2, 4)
+    for path in twins:
+        yield call("queue_file", path, count)
+    max_claims, lease_ms = rng.randint(2, 4), rng.randint(500, 2000)
+    # Run 1 is claimed one time fewer than the most, on both stores alike.
+    workers, gaps = deaths(rng, max_claims - 1)
+    ends = []
+    for path in twins:
+        made = yield from poison(path, workers, gaps, lease_ms, lease_ms)
+        if isinstance(made, str):
+            return made
+        ends.append(made)
+    before = yield call("store_file", twins[1])
+    if (yield call("patient_file", twins[1], "laptop", 0, lease_ms, 0)) != "ValueError":
+        return "A limit of no claims at all was not refused."
+    if not same(before, (yield call("store_file", twins[1]))):
+        return "A refused claim changed the store."
+    # Run 1's last allowed claim comes first; every lease then holds past every
+    # question below, so the claims run out of runs and answer nothing.
+    now = max(ends) + rng.randint(0, 300)
+    window = rng.randint(4000, 8000)
+    for _ in range(count + rng.randint(1, 3)):
+        worker, lease = rng.choice(WORKERS), window + rng.randint(0, 900)
+        chapter = yield call("claim_file", twins[0], worker, lease, now)
+        patient = yield call("patient_file", twins[1], worker, max_claims, lease, now)
+        if not same(chapter, patient):
+            return "A claim differed from what chapter 12's workers claim on the same store."
+        now += rng.randint(0, window // 8)
+    return expect(
+        same((yield call("store_file", twins[0])), (yield call("store_file", twins[1]))),
+        "The runs' rows differ from what chapter 12's workers leave on the same store.",
+    )
+
+
+@BOOK.exercise(
+    3,
+    points=1,
+    section=S_POISON,
+    asks="A run that has had every claim Lucy allows is left alone while its last lease holds, "
+    "and only given up on once that lease runs out.",
+    hint="A run whose last allowed worker still held a live lease was given up on, or changed, "
+    "or was claimed again once that lease ran out.",
+)
+def ex3_held_run_left_alone(rng: random.Random) -> Trial:
+    path = scratch_path("lucy.db")
+    runs = yield call("queue_file", path, 3)
+    # At least two: a rule one claim off then reaches only the run it is about,
+    # never the runs queued behind it at generation 0.
+    max_claims, lease_ms = rng.randint(2, 3), rng.randint(300, 900)
+    held_for = rng.randint(5000, 9000)
+    expires = yield from poison(path, *deaths(rng, max_claims), lease_ms, held_for)
+    if isinstance(expires, str):
+        return expires
+    row = (yield call("store_file", path))[0][0]
+    now = expires - rng.randint(1, held_for - 1)
+    claimed = yield call("patient_file", path, "laptop", max_claims, 100, now)
+    if not same([runs[1], 1, now + 100], claimed):
+        return "While the last allowed lease held, the next run was not the one claimed."
+    if not same(row, (yield call("store_file", path))[0][0]):
+        return "The run was changed while its last allowed worker still held it."
+    # Once it runs out: given up on, whatever else is claimed.
+    after = yield call(
+        "patient_file", path, "laptop", max_claims, 100, expires + rng.randint(0, 99)
+    )
+    return expect(
+        isinstance(after, list) and after[:1] != [runs[0]],
+        "Once the last allowed lease ran out, the run was claimed yet again.",
     )

@@ -3,7 +3,9 @@
 The graded interface is plain functions of plain JSON: the chapter's token
 bucket and streams through the grader's door at the end of the starter
 (`bucket_takes`, `stream_calls`), and the two exercises, `sliding_window_wait`
-(Unit A) and `cheapest_model` (Unit B), called as they are.
+(Unit A) and `cheapest_model` (Unit B), called as they are; and Unit C's
+open design task, `run_budget`, judged only by how a day of runs the door's
+`day_file` makes under it stops and spends.
 
 Every check chooses its data at random for this run: capacities, rates and
 call times on a grid a binary float holds exactly, so the waits it expects
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -30,6 +33,7 @@ S_BUCKET = BOOK.section("13.4 How often: a token bucket")
 S_STREAM = BOOK.section("13.8 Streaming: nothing runs until the stream ends")
 S_UNIT_A = BOOK.section("13.11 Exercises") + " (Exercise Book 13, Unit A)"
 S_UNIT_B = BOOK.section("13.11 Exercises") + " (Exercise Book 13, Unit B)"
+S_MONEY = BOOK.section("13.5 How much: tokens and pence") + " (Exercise Book 13, Unit C)"
 
 # Times are multiples of 1/64 s and rates powers of two: every sum and product
 # the bucket or the window makes is then exact in a float.
@@ -307,3 +311,118 @@ def ex2_refuses(rng: random.Random) -> Trial:
         if not answer.raised_a("ValueError"):
             return "A negative token count or budget was not refused."
     return None
+
+
+# --- exercise 3 (Unit C, an open design task): a day's money, shared among its runs ------
+#
+# The unit gives `run_budget(spent_today_micropence, daily_pence, reserve_pence,
+# urgent)` and what Lucy needs of a day; the design is the learner's. What is
+# graded is the day only: the door's `day_file` runs each [urgent, steps] in
+# turn, under the budget the learner's function gives it, with a model whose
+# request n reads 10,000 n tokens and writes 1,000, and answers how each run
+# stopped and what it spent. What the grader expects is worked out here from
+# chapter 13's rule (a request that would certainly overspend is never sent),
+# written out again, never computed from the book's code.
+
+Rule = Callable[[int, int, int, bool], int | None]
+
+
+def run_spends(budget: int, steps: int, price: list[int]) -> tuple[str, int]:
+    """How chapter 13's money budget stops one run of the door's model: [stop, micropence]."""
+    price_in, price_out = price
+    spent, read_and_written = 0, None
+    for n in range(1, steps + 2):
+        # Before every request but the first: the next one reads at least all the last did.
+        if read_and_written is not None and spent + read_and_written * price_in > budget * 10**6:
+            return "money_budget", spent
+        spent += 10_000 * n * price_in + 1_000 * price_out
+        read_and_written = 10_000 * n + 1_000
+    return "final_answer", spent
+
+
+def a_day(daily: int, reserve: int, price: list[int], runs: list[list[Any]], rule: Rule) -> Any:
+    """Each run of the day as the door reports it, with budgets chosen by `rule`."""
+    spent, day = 0, []
+    for urgent, steps in runs:
+        budget = rule(spent, daily, reserve, urgent)
+        if budget is None:
+            day.append(["not_started", 0])
+            continue
+        stop, cost = run_spends(budget, steps, price)
+        day.append([stop, cost])
+        spent += cost
+    return day
+
+
+def _left(spent: int, ceiling: int, up: bool) -> int | None:
+    room = ceiling * 10**6 - spent
+    pence = -(-room // 10**6) if up else room // 10**6
+    return pence if pence >= 1 else None
+
+
+def lucys_rule(spent: int, daily: int, reserve: int, urgent: bool) -> int | None:
+    """What the unit asks: all the day leaves to the run, in whole pence rounded down."""
+    return _left(spent, daily if urgent else daily - reserve, up=False)
+
+
+# Other rules a learner might write: data is chosen so that the day tells them apart.
+OTHER_RULES: dict[str, Rule] = {
+    "rounded up": lambda s, d, r, u: _left(s, d if u else d - r, up=True),
+    "reserve for nobody": lambda s, d, r, u: _left(s, d, up=False),
+    "reserve for everyone": lambda s, d, r, u: _left(s, d - r, up=False),
+    "spent forgotten": lambda s, d, r, u: _left(0, d if u else d - r, up=False),
+}
+
+
+def telling_day(rng: random.Random, reserve: bool) -> tuple[int, int, list[int], list[list[Any]]]:
+    """A day (daily, reserve, price, runs) that runs out, on which the other rules go wrong."""
+    while True:
+        daily = rng.randint(20, 80)
+        kept = rng.randint(3, daily // 3) if reserve else 0
+        price = [rng.randint(30, 400), rng.randint(300, 4_000)]
+        runs = [
+            [reserve and rng.random() < 0.4, rng.randint(1, 7)] for _ in range(rng.randint(4, 8))
+        ]
+        expected = a_day(daily, kept, price, runs, lucys_rule)
+        others = [
+            a_day(daily, kept, price, runs, rule)
+            for name, rule in OTHER_RULES.items()
+            if reserve or "reserve" not in name
+        ]
+        if ["not_started", 0] in expected and all(other != expected for other in others):
+            return daily, kept, price, runs
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_MONEY,
+    asks="Over a day of runs, each run is given all the money the day has left, in whole pence, "
+    "and a run is not started once less than a penny is left.",
+    hint="Over a day of runs with no reserve, a run was given more than the day had left, or "
+    "less, or was started with less than a penny left, or not started with a penny or more.",
+)
+def ex3_day_shared_out(rng: random.Random) -> Trial:
+    daily, reserve, price, runs = telling_day(rng, reserve=False)
+    answer = yield call("day_file", daily, reserve, price, runs)
+    return expect(
+        same(a_day(daily, reserve, price, runs, lucys_rule), answer),
+        "A day of ordinary runs stopped or spent otherwise than the money it had left allows.",
+    )
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_MONEY,
+    asks="Ordinary runs leave the day's reserve alone, and urgent runs may spend it too.",
+    hint="Over a day mixing ordinary and urgent runs, an ordinary run spent money kept for urgent "
+    "ones, or an urgent run was held back from the reserve.",
+)
+def ex3_reserve_for_urgent(rng: random.Random) -> Trial:
+    daily, reserve, price, runs = telling_day(rng, reserve=True)
+    answer = yield call("day_file", daily, reserve, price, runs)
+    return expect(
+        same(a_day(daily, reserve, price, runs, lucys_rule), answer),
+        "A day mixing ordinary and urgent runs stopped or spent otherwise than its reserve allows.",
+    )

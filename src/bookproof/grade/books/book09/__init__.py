@@ -23,7 +23,7 @@ import importlib
 from bookproof.grade.books.book09.common import BOOK
 
 # Each part declares its checks as it is imported: this order is the report's.
-for _part in ("chapter", "declare", "watch"):
+for _part in ("chapter", "declare", "watch", "keep"):
     importlib.import_module(f"{__name__}.{_part}")
 
 __all__ = ["BOOK"]
