@@ -10,8 +10,6 @@ non-zero), then turns it into base64, as an OTLP receiver does, before parsing.
 
 from __future__ import annotations
 
-import base64
-import copy
 import json
 import os
 import subprocess
@@ -20,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from morning_plan import CHAPTER_3, ROOT, SHOP, ask, turn
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from otlp_json import attributes, parse_otlp, spans_of
 from strength import examples
 
 from sovereign_agent.loop import run_task
@@ -54,43 +51,6 @@ def cli(*argv: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
-
-
-def parse_otlp(document: dict[str, Any]) -> ExportTraceServiceRequest:
-    """The export through the official schema, after checking and converting its hex ids."""
-    converted = copy.deepcopy(document)
-    for resource in converted["resourceSpans"]:
-        for scope in resource["scopeSpans"]:
-            for span in scope["spans"]:
-                for key, size in (("traceId", 16), ("spanId", 8), ("parentSpanId", 8)):
-                    text = span[key]
-                    if key == "parentSpanId" and text == "":
-                        continue
-                    assert len(text) == 2 * size and text == text.lower()
-                    raw = bytes.fromhex(text)
-                    assert any(raw), f"{key} is all zeros"
-                    span[key] = base64.b64encode(raw).decode("ascii")
-    return json_format.Parse(json.dumps(converted), ExportTraceServiceRequest())
-
-
-def spans_of(request: ExportTraceServiceRequest) -> list[Span]:
-    return [
-        span
-        for resource in request.resource_spans
-        for scope in resource.scope_spans
-        for span in scope.spans
-    ]
-
-
-def attributes(span: Span) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for pair in span.attributes:
-        kind = pair.value.WhichOneof("value")
-        value = getattr(pair.value, kind)
-        if kind == "array_value":
-            value = [item.string_value for item in value.values]
-        found[pair.key] = value
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -179,6 +139,8 @@ def test_the_export_parses_with_the_official_schema_one_span_per_call(
     assert first_tool["gen_ai.operation.name"] == "execute_tool"
     assert first_tool["gen_ai.tool.name"] == "list_stock"
     assert first_tool["gen_ai.tool.call.id"] == outcomes[0].call_id
+    # A trace recorded without sources claims none: absent, never a guess such as "local".
+    assert all("sovereign_agent.source" not in attributes(span) for span in tools)
     assert request.resource_spans[0].resource.attributes[0].key == "service.name"
 
 

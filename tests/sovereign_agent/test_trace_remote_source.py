@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from otlp_json import attributes, parse_otlp, spans_of
 
 from bookproof.layout import REPO_ROOT
 from sovereign_agent.loop import run_task
@@ -34,6 +35,7 @@ from sovereign_agent.trace.format import (
     read_trace,
 )
 from sovereign_agent.trace.inputs import printable
+from sovereign_agent.trace.otlp import export_runs
 from sovereign_agent.trace.recorder import JsonLinesFile, Recorder
 from sovereign_agent.trace.replay import replay_run
 from sovereign_agent.trace.summary import format_summary, summarize
@@ -111,6 +113,60 @@ def test_every_call_and_outcome_names_the_source_it_went_to(recorded: Path) -> N
     # The supplier changes check_availability after its first call (chapter 9's
     # rug pull): the run narrowed, and the later call is refused as not allowed.
     assert outcomes["r4"].code == "tool_not_allowed" and not outcomes["r4"].handler_ran
+
+
+def test_the_otlp_export_names_the_source_of_every_call(recorded: Path, tmp_path: Path) -> None:
+    # Through the command line an operator uses, then the official schema.
+    target = tmp_path / "spans.json"
+    command = ["export", str(recorded), "--otlp-json", str(target)]
+    exported = subprocess.run(
+        [sys.executable, "-m", "sovereign_agent.trace", *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert exported.returncode == 0, exported.stderr
+    spans = spans_of(parse_otlp(json.loads(target.read_text(encoding="utf-8"))))
+    calls = {
+        attributes(span)["gen_ai.tool.call.id"]: attributes(span)
+        for span in spans
+        if span.name.startswith("execute_tool ")
+    }
+    assert sorted(calls) == ["r0", "r1", "r2", "r3", "r4"]
+    for call_id, found in calls.items():
+        expected = "shop" if found["gen_ai.tool.name"] == "list_stock" else SUPPLIER_SOURCE
+        assert found["sovereign_agent.source"] == expected, call_id
+    # The source says where a call was headed, refused or not: r0 never left the shop.
+    assert calls["r0"]["sovereign_agent.code"] == "invalid_arguments"
+    assert calls["r0"]["sovereign_agent.source"] == SUPPLIER_SOURCE
+    # The run and model spans belong to no one source.
+    assert all(
+        "sovereign_agent.source" not in attributes(span)
+        for span in spans
+        if not span.name.startswith("execute_tool ")
+    )
+
+
+def test_the_otlp_export_carries_any_source_text_as_it_was_recorded(recorded: Path) -> None:
+    hostile = 'mcp:"quoted"\n\x1b[2J\u2028évil'
+    lines = []
+    for line in recorded.read_text().splitlines():
+        event = json.loads(line)
+        if event.get("source") == SUPPLIER_SOURCE:
+            event["source"] = hostile
+        lines.append(json.dumps(event) + "\n")
+    spans = spans_of(parse_otlp(export_runs(parse_trace(lines))))
+    sources = {
+        attributes(span)["gen_ai.tool.name"]: attributes(span)["sovereign_agent.source"]
+        for span in spans
+        if span.name.startswith("execute_tool ")
+    }
+    assert sources == {
+        "check_availability": hostile,
+        "next_delivery": hostile,
+        "list_stock": "shop",
+    }
 
 
 def test_a_run_without_sources_writes_no_source_field(tmp_path: Path) -> None:

@@ -31,14 +31,13 @@ the loop removes it from what the model is offered (reason `tool_changed`).
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
-from typing import Any, Literal, TextIO, TypeVar
+from typing import Any, Generic, Literal, TextIO, TypeVar, cast
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, types
@@ -383,53 +382,79 @@ class RemoteTools:
                 return tools
         raise RemoteFailure(f"the server's tool list runs past {MAX_LIST_PAGES} pages")
 
-    async def _guarded(self, work: Awaitable[T], timeout: float) -> T:
-        """`work`, unless `timeout` passes or the connection breaks first.
+    def _start(self, work: Coroutine[Any, Any, T], call: _Call[T], timeout: float) -> None:
+        """On the loop: run `work` as a task of its own, under `timeout`, and report to `call`.
 
-        No helper task per call: the call runs in the task the caller's thread
-        submitted, which `_break` cancels if the connection breaks meanwhile.
+        One task per call and one timer, nothing wrapped around them: this is
+        the per-call work of the crossing, so it is kept to what the checks
+        need. `_break` cancels the task if the connection breaks meanwhile.
         """
-        task = asyncio.current_task()
-        assert task is not None
         if self._broken is not None:
-            raise RemoteFailure(self._broken)
+            work.close()
+            call.fail(RemoteFailure(self._broken))
+            return
+        loop = asyncio.get_running_loop()
+        task = loop.create_task(work)
+        call.task = task
         self._inflight.add(task)
-        try:
-            async with asyncio.timeout(timeout):
-                return await work
-        except TimeoutError:
-            # The request is abandoned; the SDK tells the server it was cancelled.
-            raise TimeoutError(f"no answer within {timeout} s") from None
-        except asyncio.CancelledError:
-            if self._broken is None:
-                raise
-            raise RemoteFailure(self._broken) from None
-        finally:
+        # On expiry the task is cancelled: the SDK abandons the request and
+        # tells the server it was cancelled, as it does for any cancellation.
+        timer = loop.call_later(timeout, call.expire)
+
+        def finished(task: asyncio.Task[T]) -> None:
+            timer.cancel()
             self._inflight.discard(task)
+            if not task.cancelled():
+                error = task.exception()
+                if error is None:
+                    call.succeed(task.result())
+                else:
+                    call.fail(error)
+            elif call.expired:
+                call.fail(TimeoutError(f"no answer within {timeout} s"))
+            elif self._broken is not None:
+                call.fail(RemoteFailure(self._broken))
+            else:
+                call.fail(RemoteFailure("the call was cancelled"))
+
+        task.add_done_callback(finished)
 
     def _cancel_inflight(self) -> None:
         for task in tuple(self._inflight):
             task.cancel()
 
-    def _submit(self, make: Callable[[ClientSession], Awaitable[T]], timeout: float) -> T:
-        """Run `make(session)` on the loop thread and wait for it, for at most `timeout`."""
+    def _submit(self, make: Callable[[ClientSession], Coroutine[Any, Any, T]], timeout: float) -> T:
+        """Run `make(session)` on the loop thread and wait for it, for at most `timeout`.
+
+        The caller waits on one lock the loop releases, rather than on a
+        `concurrent.futures.Future` (a condition, its own lock, callbacks):
+        the crossing is paid on every remote call, so it carries nothing extra.
+        """
         loop, session = self._loop, self._session
         if self._broken is not None:
             raise RemoteFailure(self._broken)
         if loop is None or session is None or loop.is_closed():
             raise RemoteFailure("the connection is closed")
-        future = asyncio.run_coroutine_threadsafe(self._guarded(make(session), timeout), loop)
+        call: _Call[T] = _Call()
+        work = make(session)
         try:
-            return future.result(timeout + _GRACE_SECONDS)
-        except (RemoteFailure, TimeoutError):
-            raise
-        except concurrent.futures.TimeoutError as error:
-            future.cancel()
-            raise TimeoutError(f"the connection did not answer within {timeout} s") from error
-        except Exception as error:
-            # The SDK's own errors (an error response, a result that does not
-            # validate, a closed stream) carry the operator's detail.
-            raise RemoteFailure(_describe(error)) from error
+            loop.call_soon_threadsafe(self._start, work, call, timeout)
+        except RuntimeError:
+            # The loop closed between the check above and now: the server is gone.
+            work.close()
+            raise RemoteFailure(self._broken or "the connection is closed") from None
+        if not call.done.acquire(timeout=timeout + _GRACE_SECONDS):
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(call.expire)
+            raise TimeoutError(f"the connection did not answer within {timeout} s")
+        if call.error is None:
+            # `succeed` stored the value before releasing `done`.
+            return cast(T, call.value)
+        if isinstance(call.error, RemoteFailure | TimeoutError):
+            raise call.error
+        # The SDK's own errors (an error response, a result that does not
+        # validate, a closed stream) carry the operator's detail.
+        raise RemoteFailure(_describe(call.error)) from call.error
 
     # --- calls --------------------------------------------------------------------
 
@@ -451,15 +476,18 @@ class RemoteTools:
         # Checked before the call as well as after: a tool that changed while
         # nobody was calling must not run once under its new terms.
         self._notice_changes()
-        if declaration.name in self.lost:
+        # `_lost` only ever grows, and a set's membership test is atomic: no lock to read it.
+        if declaration.name in self._lost:
             raise PermissionError(f"{declaration.name!r} changed on the server during this run")
         payload = arguments.model_dump(mode="json")
+        remote_name = declaration.remote_name
         result = self._submit(
-            lambda session: session.call_tool(declaration.remote_name, payload),
-            self._call_timeout,
+            lambda session: session.call_tool(remote_name, payload), self._call_timeout
         )
         value = _value_of(result)
         self._notice_changes()
+        if not self._lost:
+            return value
         with self._lock:
             unreported = self._lost - self._reported
             self._reported |= unreported
@@ -497,6 +525,34 @@ class RemoteTools:
                 changed.add(declaration.name)
         with self._lock:
             self._lost |= changed
+
+
+class _Call(Generic[T]):
+    """One call handed to the loop thread: the lock its caller waits on, and its outcome."""
+
+    __slots__ = ("done", "error", "expired", "task", "value")
+
+    def __init__(self) -> None:
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.value: T | None = None
+        self.error: BaseException | None = None
+        self.expired = False
+        self.task: asyncio.Task[T] | None = None
+
+    def succeed(self, value: T) -> None:
+        self.value = value
+        self.done.release()
+
+    def fail(self, error: BaseException) -> None:
+        self.error = error
+        self.done.release()
+
+    def expire(self) -> None:
+        """On the loop: the call's time is up; its task, if still running, is cancelled."""
+        if self.task is not None and not self.task.done():
+            self.expired = True
+            self.task.cancel()
 
 
 def _describe(error: BaseException) -> str:

@@ -8,7 +8,9 @@ OTLP `ExportTraceServiceRequest`:
 - a run span, `invoke_agent`, the root;
 - a span per model call, `chat {model}`, child of the run span;
 - a span per tool execution, `execute_tool {tool}`, child of the run span
-  (the GenAI conventions' shape: the model proposes, the agent executes);
+  (the GenAI conventions' shape: the model proposes, the agent executes),
+  naming the source the call went to when the trace recorded one (chapter 9:
+  a remote server's label, `sovereign_agent.source`);
   a narrowing of the run's tools is an event on the span of the call that
   asked for it.
 
@@ -227,6 +229,15 @@ def run_spans(run: RecordedRun, *, content: bool = False) -> list[dict[str, Any]
                 "sovereign_agent.handler_ran": event.handler_ran,
                 "sovereign_agent.schema_fingerprint": event.schema_fingerprint,
                 "sovereign_agent.failure_stage": event.failure_stage,
+                # Where the call went (chapter 9): the joined toolset's label,
+                # "shop" or "mcp:supplier", written only when the trace has it.
+                # No OpenTelemetry name fits, so it is ours: the MCP conventions'
+                # `mcp.*` attributes describe the protocol exchange (method,
+                # session, protocol version), none names the server; `server.address`
+                # is a network address, which a server on stdio has not; and
+                # `service.peer.name` must equal the peer's own `service.name`,
+                # while this is the shop's name for the server, not the server's.
+                "sovereign_agent.source": event.source or (called.source if called else None),
             }
             if content:
                 attributes["gen_ai.tool.call.arguments"] = called.arguments if called else None
