@@ -20,9 +20,9 @@ allows (a decoder and an encoder built once, no method calls between parts):
   encoding with sorted keys and its length against the bound, the outcome record.
 - raw floor: the raw reader's checks (one decoder, the depth walk, the
   `ToolCall` envelope) and the prebuilt floor, then the `ToolMessage` that
-  carries the text. The refusals it keeps (depth, length, NaN, id, name,
-  arguments not an object, unknown tool, strict types, extra keys) all cost
-  something even when nothing is refused.
+  carries the text. The refusals it keeps (depth, length, NaN, a key named
+  twice in one object, id, name, arguments not an object, unknown tool, strict
+  types, extra keys) all cost something even when nothing is refused.
 
 Goals, and why each is where it is. Where the issue's goal leaves less than
 0.10x above the floor measured in this run, an implementation keeping every
@@ -72,9 +72,9 @@ from pathlib import Path
 from sovereign_agent.loop import (
     MAX_ARGUMENTS_CHARS,
     MAX_ARGUMENTS_DEPTH,
-    observation_message,
     parse_tool_call,
     refuse_constant,
+    refuse_duplicate_keys,
 )
 from sovereign_agent.models import AssistantToolCall, ToolMessage
 from sovereign_agent.shop import (
@@ -154,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     allowed = frozenset(tools.allowed)
     bound = tools.max_result_bytes
     # The floors' own decoder and encoder, built once here, whatever the runtime does.
-    decoder = json.JSONDecoder(parse_constant=refuse_constant)
+    decoder = json.JSONDecoder(
+        parse_constant=refuse_constant, object_pairs_hook=refuse_duplicate_keys
+    )
     encoder = json.JSONEncoder(allow_nan=False, sort_keys=True)
 
     def bare() -> object:
@@ -203,12 +205,10 @@ def main(argv: list[str] | None = None) -> int:
         # What run_task does for one call, from the model's text to the observation text.
         call = parse_tool_call(model_call)
         if call is None:
-            observation = ToolOutcome(
-                {"ok": False, "error": "malformed_tool_call"}, handler_ran=False
-            ).observation
+            outcome = ToolOutcome({"ok": False, "error": "malformed_tool_call"}, handler_ran=False)
         else:
-            observation = dispatcher.attempt(call).observation
-        return observation_message(model_call.id, observation).content
+            outcome = dispatcher.attempt(call)
+        return ToolMessage(tool_call_id=model_call.id, content=outcome.encoded).content
 
     value = handler(DraftArguments.model_validate(arguments, strict=True))
     observation = {"ok": True, "value": value}

@@ -32,7 +32,6 @@ from sovereign_agent.loop import (
     RunRecord,
     StopReason,
     check_setup,
-    observation_message,
     one_line,
     parse_tool_call,
 )
@@ -43,6 +42,7 @@ from sovereign_agent.models import (
     ModelClient,
     ModelError,
     SystemMessage,
+    ToolMessage,
     UserMessage,
 )
 from sovereign_agent.models.offline import ScriptedModel
@@ -252,18 +252,18 @@ class Dispatcher:
             return _failed("handler", error, handler_ran=True)
         # 5. Bound what goes back into the model's context. The handler has
         #    already run by now: this refusal hides a result, it undoes nothing.
-        #    json.dumps escapes every non-ASCII character, so its length in
-        #    characters is its size in bytes. Keys are sorted as the loop will
-        #    send them, so a value whose keys cannot be sorted ({1: "a", "b": 2})
+        #    The encoder escapes every non-ASCII character, so the length of
+        #    `encoded` in characters is its size in bytes. It is the very text
+        #    the loop sends, so a value whose keys cannot be sorted ({1: "a", "b": 2})
         #    fails here, as the tool's failure, not later inside the loop.
-        observation = {"ok": True, "value": value}
+        outcome = ToolOutcome({"ok": True, "value": value}, handler_ran=True)
         try:
-            encoded = json.dumps(observation, allow_nan=False, sort_keys=True)
+            size = len(outcome.encoded)
         except EXPECTED_FAILURES as error:
             return _failed("result", error, handler_ran=True)
-        if len(encoded) > self._max_result_bytes:
+        if size > self._max_result_bytes:
             return ToolOutcome(_refusal("result_too_large"), handler_ran=True)
-        return ToolOutcome(observation, handler_ran=True)
+        return outcome
 
 
 def build_tools(
@@ -415,8 +415,9 @@ def run_task(
             else:
                 refused.append((raw.name, str(outcome.observation["error"])))
             # Every call is answered, in the model's order, under its own id:
-            # a provider rejects a transcript with an unanswered call.
-            messages.append(observation_message(raw.id, outcome.observation))
+            # a provider rejects a transcript with an unanswered call. The text
+            # is the outcome's own encoding, made once (`attempt` measured it).
+            messages.append(ToolMessage(tool_call_id=raw.id, content=outcome.encoded))
         if stop is not None:
             return finish(stop)
 

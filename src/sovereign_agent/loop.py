@@ -355,7 +355,8 @@ def run_task(
             else:
                 refused.append((raw.name, str(outcome.observation["error"])))
             # Every call is answered, in the model's order, under its own id:
-            # a provider rejects a transcript with an unanswered call.
-            messages.append(observation_message(raw.id, outcome.observation))
+            # a provider rejects a transcript with an unanswered call. The text
+            # is the outcome's own encoding, made once (`attempt` measured it).
+            messages.append(ToolMessage(tool_call_id=raw.id, content=outcome.encoded))
         if stop is not None:
             return finish(stop)

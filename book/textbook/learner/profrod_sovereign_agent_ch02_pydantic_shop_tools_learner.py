@@ -118,6 +118,10 @@ MAX_RESULT_BYTES_LIMITS = (128, 1_048_576)
 # never ran), the handler raising, or the handler returning a value that is not JSON.
 FailureStage = Literal["before_write", "handler", "result"]
 
+# json.dumps given an option builds a new encoder on every call. One encoder,
+# built once, encodes every observation: it keeps nothing from one to the next.
+OBSERVATION_ENCODER = json.JSONEncoder(sort_keys=True, allow_nan=False)
+
 ArgumentsT = TypeVar("ArgumentsT", bound=BaseModel)
 
 
@@ -214,6 +218,19 @@ class ToolOutcome:
     handler_ran: bool
     failure: ToolFailure | None = None
     argument_problems: tuple[ArgumentProblem, ...] = ()
+
+    @property
+    def encoded(self) -> str:
+        """The observation as the model receives it: JSON with sorted keys, encoded once."""
+        # The first read encodes and keeps the text in the instance's own
+        # __dict__ (a frozen dataclass still has one), so `attempt` measuring
+        # the result and the loop answering the model share one encoding.
+        # functools.cached_property does the same behind a lock that, on
+        # Python 3.11, costs more than the lookup it saves.
+        text: str | None = self.__dict__.get("_encoded")
+        if text is None:
+            text = self.__dict__["_encoded"] = OBSERVATION_ENCODER.encode(self.observation)
+        return text
 
 
 def _refusal(error: str) -> Observation:
@@ -329,18 +346,18 @@ class Dispatcher:
             return _failed("handler", error, handler_ran=True)
         # 5. Bound what goes back into the model's context. The handler has
         #    already run by now: this refusal hides a result, it undoes nothing.
-        #    json.dumps escapes every non-ASCII character, so its length in
-        #    characters is its size in bytes. Keys are sorted as the loop will
-        #    send them, so a value whose keys cannot be sorted ({1: "a", "b": 2})
+        #    The encoder escapes every non-ASCII character, so the length of
+        #    `encoded` in characters is its size in bytes. It is the very text
+        #    the loop sends, so a value whose keys cannot be sorted ({1: "a", "b": 2})
         #    fails here, as the tool's failure, not later inside the loop.
-        observation = {"ok": True, "value": value}
+        outcome = ToolOutcome({"ok": True, "value": value}, handler_ran=True)
         try:
-            encoded = json.dumps(observation, allow_nan=False, sort_keys=True)
+            size = len(outcome.encoded)
         except EXPECTED_FAILURES as error:
             return _failed("result", error, handler_ran=True)
-        if len(encoded) > self._max_result_bytes:
+        if size > self._max_result_bytes:
             return ToolOutcome(_refusal("result_too_large"), handler_ran=True)
-        return ToolOutcome(observation, handler_ran=True)
+        return outcome
 
 
 def build_tools(

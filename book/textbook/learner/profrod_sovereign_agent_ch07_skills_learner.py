@@ -31,15 +31,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sovereign_agent.loop import (
     StopReason,
     check_setup,
-    observation_message,
     one_line,
     parse_tool_call,
 )
-from sovereign_agent.models import Message, ModelClient, ModelError, SystemMessage, UserMessage
+from sovereign_agent.models import (
+    Message,
+    ModelClient,
+    ModelError,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
 from sovereign_agent.tools import (
     EXPECTED_FAILURES,
     MAX_RESULT_BYTES_LIMITS,
+    OBSERVATION_ENCODER,
     ArgumentProblem,
     ExecutableTool,
     Observation,
@@ -126,6 +133,19 @@ class ToolOutcome:
     failure: ToolFailure | None = None
     argument_problems: tuple[ArgumentProblem, ...] = ()
     narrowing: Narrowing | None = None
+
+    @property
+    def encoded(self) -> str:
+        """The observation as the model receives it: JSON with sorted keys, encoded once."""
+        # The first read encodes and keeps the text in the instance's own
+        # __dict__ (a frozen dataclass still has one), so `attempt` measuring
+        # the result and the loop answering the model share one encoding.
+        # functools.cached_property does the same behind a lock that, on
+        # Python 3.11, costs more than the lookup it saves.
+        text: str | None = self.__dict__.get("_encoded")
+        if text is None:
+            text = self.__dict__["_encoded"] = OBSERVATION_ENCODER.encode(self.observation)
+        return text
 
 
 class Dispatcher:
@@ -272,18 +292,18 @@ class Dispatcher:
         # 5. Bound what goes back into the model's context. The handler has
         #    already run by now: this refusal hides a result, it undoes nothing
         #    (and a narrowing the handler asked for still holds).
-        #    json.dumps escapes every non-ASCII character, so its length in
-        #    characters is its size in bytes. Keys are sorted as the loop will
-        #    send them, so a value whose keys cannot be sorted ({1: "a", "b": 2})
+        #    The encoder escapes every non-ASCII character, so the length of
+        #    `encoded` in characters is its size in bytes. It is the very text
+        #    the loop sends, so a value whose keys cannot be sorted ({1: "a", "b": 2})
         #    fails here, as the tool's failure, not later inside the loop.
-        observation = {"ok": True, "value": value}
+        outcome = ToolOutcome({"ok": True, "value": value}, handler_ran=True, narrowing=narrowing)
         try:
-            encoded = json.dumps(observation, allow_nan=False, sort_keys=True)
+            size = len(outcome.encoded)
         except EXPECTED_FAILURES as error:
             return replace(_failed("result", error, handler_ran=True), narrowing=narrowing)
-        if len(encoded) > self._max_result_bytes:
+        if size > self._max_result_bytes:
             return ToolOutcome(_refusal("result_too_large"), handler_ran=True, narrowing=narrowing)
-        return ToolOutcome(observation, handler_ran=True, narrowing=narrowing)
+        return outcome
 
 
 class RunRecord(BaseModel):
@@ -412,8 +432,9 @@ def run_task(
             else:
                 refused.append((raw.name, str(outcome.observation["error"])))
             # Every call is answered, in the model's order, under its own id:
-            # a provider rejects a transcript with an unanswered call.
-            messages.append(observation_message(raw.id, outcome.observation))
+            # a provider rejects a transcript with an unanswered call. The text
+            # is the outcome's own encoding, made once (`attempt` measured it).
+            messages.append(ToolMessage(tool_call_id=raw.id, content=outcome.encoded))
         if stop is not None:
             return finish(stop)
 
