@@ -295,6 +295,9 @@ class Dispatcher:
             registry[tool.name] = tool
         self._tools: Mapping[str, ExecutableTool[Any]] = MappingProxyType(registry)
         self._allowed: frozenset[str] = frozenset(allowed)
+        # What may run: a name both allowed and registered. Neither changes after
+        # construction, so it is worked out here once, not at every request.
+        self._usable: frozenset[str] = self._allowed.intersection(registry)
         self._before_write = before_write
         self._max_result_bytes = max_result_bytes
 
@@ -319,7 +322,7 @@ class Dispatcher:
 
     def schemas(self) -> list[dict[str, Any]]:
         """The schemas of the allowed tools, sorted by name: all a model is told exists."""
-        return [self._tools[name].schema() for name in sorted(self._allowed & self._tools.keys())]
+        return [self._tools[name].schema() for name in sorted(self._usable)]
 
     def invoke(self, call: ToolCall) -> Observation:
         """What the model is told about a request: the observation of `attempt`."""
@@ -334,7 +337,7 @@ class Dispatcher:
         # 1. One answer for "unknown" and "not allowed", so a refusal does not
         #    tell a probing model which forbidden names exist. What may run is
         #    what `schemas` offers: a name both allowed and registered.
-        if call.name not in self._allowed & self._tools.keys():
+        if call.name not in self._usable:
             return ToolOutcome(_refusal("tool_not_allowed"), handler_ran=False)
         tool = self._tools[call.name]
         # 2. Strict validation: no coercion of "6" or True or 6.0 into 6.
