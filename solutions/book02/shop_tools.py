@@ -132,6 +132,10 @@ MAX_RESULT_BYTES_LIMITS = (128, 1_048_576)
 # never ran), the handler raising, or the handler returning a value that is not JSON.
 FailureStage = Literal["before_write", "handler", "result"]
 
+# json.dumps given an option builds a new encoder on every call. One encoder,
+# built once, encodes every observation: it keeps nothing from one to the next.
+OBSERVATION_ENCODER = json.JSONEncoder(sort_keys=True, allow_nan=False)
+
 ArgumentsT = TypeVar("ArgumentsT", bound=BaseModel)
 
 
@@ -229,6 +233,19 @@ class ToolOutcome:
     failure: ToolFailure | None = None
     argument_problems: tuple[ArgumentProblem, ...] = ()
 
+    @property
+    def encoded(self) -> str:
+        """The observation as the model receives it: JSON with sorted keys, encoded once."""
+        # The first read encodes and keeps the text in the instance's own
+        # __dict__ (a frozen dataclass still has one), so `attempt` measuring
+        # the result and the loop answering the model share one encoding.
+        # functools.cached_property does the same behind a lock that, on
+        # Python 3.11, costs more than the lookup it saves.
+        text: str | None = self.__dict__.get("_encoded")
+        if text is None:
+            text = self.__dict__["_encoded"] = OBSERVATION_ENCODER.encode(self.observation)
+        return text
+
 
 def _refusal(error: str) -> Observation:
     # A refusal carries a fixed code only: never the exception text, never the
@@ -278,6 +295,9 @@ class Dispatcher:
             registry[tool.name] = tool
         self._tools: Mapping[str, ExecutableTool[Any]] = MappingProxyType(registry)
         self._allowed: frozenset[str] = frozenset(allowed)
+        # What may run: a name both allowed and registered. Neither changes after
+        # construction, so it is worked out here once, not at every request.
+        self._usable: frozenset[str] = self._allowed.intersection(registry)
         self._before_write = before_write
         self._max_result_bytes = max_result_bytes
 
@@ -302,7 +322,7 @@ class Dispatcher:
 
     def schemas(self) -> list[dict[str, Any]]:
         """The schemas of the allowed tools, sorted by name: all a model is told exists."""
-        return [self._tools[name].schema() for name in sorted(self._allowed & self._tools.keys())]
+        return [self._tools[name].schema() for name in sorted(self._usable)]
 
     def invoke(self, call: ToolCall) -> Observation:
         """What the model is told about a request: the observation of `attempt`."""
@@ -317,7 +337,7 @@ class Dispatcher:
         # 1. One answer for "unknown" and "not allowed", so a refusal does not
         #    tell a probing model which forbidden names exist. What may run is
         #    what `schemas` offers: a name both allowed and registered.
-        if call.name not in self._allowed & self._tools.keys():
+        if call.name not in self._usable:
             return ToolOutcome(_refusal("tool_not_allowed"), handler_ran=False)
         tool = self._tools[call.name]
         # 2. Strict validation: no coercion of "6" or True or 6.0 into 6.
@@ -343,18 +363,18 @@ class Dispatcher:
             return _failed("handler", error, handler_ran=True)
         # 5. Bound what goes back into the model's context. The handler has
         #    already run by now: this refusal hides a result, it undoes nothing.
-        #    json.dumps escapes every non-ASCII character, so its length in
-        #    characters is its size in bytes. Keys are sorted as the loop will
-        #    send them, so a value whose keys cannot be sorted ({1: "a", "b": 2})
+        #    The encoder escapes every non-ASCII character, so the length of
+        #    `encoded` in characters is its size in bytes. It is the very text
+        #    the loop sends, so a value whose keys cannot be sorted ({1: "a", "b": 2})
         #    fails here, as the tool's failure, not later inside the loop.
-        observation = {"ok": True, "value": value}
+        outcome = ToolOutcome({"ok": True, "value": value}, handler_ran=True)
         try:
-            encoded = json.dumps(observation, allow_nan=False, sort_keys=True)
+            size = len(outcome.encoded)
         except EXPECTED_FAILURES as error:
             return _failed("result", error, handler_ran=True)
-        if len(encoded) > self._max_result_bytes:
+        if size > self._max_result_bytes:
             return ToolOutcome(_refusal("result_too_large"), handler_ran=True)
-        return ToolOutcome(observation, handler_ran=True)
+        return outcome
 
 
 def _unique_rows(products: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

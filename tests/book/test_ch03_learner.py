@@ -24,6 +24,7 @@ def test_the_loop_module_defines_only_what_the_chapter_teaches() -> None:
         "RunRecord",
         "check_setup",
         "refuse_constant",
+        "refuse_duplicate_keys",
         "nested_deeper_than",
         "parse_tool_call",
         "observation_message",

@@ -89,10 +89,20 @@ def refuse_constant(name: str) -> float:
     raise ValueError(f"{name} is not JSON")
 
 
+def refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """One key twice in one object has no single meaning, though Python's parser keeps the last."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        raise ValueError("a key appears twice in one object")
+    return value
+
+
 # json.loads given an option builds a new decoder on every call. One decoder
 # reads every call's arguments instead: it keeps nothing from one text to the
 # next, as the decoder json.loads shares when given no option keeps nothing.
-ARGUMENTS_DECODER = json.JSONDecoder(parse_constant=refuse_constant)
+ARGUMENTS_DECODER = json.JSONDecoder(
+    parse_constant=refuse_constant, object_pairs_hook=refuse_duplicate_keys
+)
 
 
 def nested_deeper_than(value: object, depth: int) -> bool:
@@ -119,8 +129,8 @@ def parse_tool_call(raw: AssistantToolCall) -> ToolCall | None:
     try:
         arguments = ARGUMENTS_DECODER.decode(raw.arguments_json)
     except (ValueError, RecursionError):
-        # Bad JSON, NaN or Infinity; or nesting deep enough that this
-        # version of Python's parser gave up before our own bound applied.
+        # Bad JSON, NaN or Infinity, a key twice in one object; or nesting deep
+        # enough that this version of Python's parser gave up before our own bound applied.
         return None
     if nested_deeper_than(arguments, MAX_ARGUMENTS_DEPTH):
         return None

@@ -31,15 +31,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sovereign_agent.loop import (
     StopReason,
     check_setup,
-    observation_message,
     one_line,
     parse_tool_call,
 )
-from sovereign_agent.models import Message, ModelClient, ModelError, SystemMessage, UserMessage
+from sovereign_agent.models import (
+    Message,
+    ModelClient,
+    ModelError,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
 from sovereign_agent.shop import SHOP_TOOL_NAMES, build_tools
 from sovereign_agent.tools import (
     EXPECTED_FAILURES,
     MAX_RESULT_BYTES_LIMITS,
+    OBSERVATION_ENCODER,
     ArgumentProblem,
     ExecutableTool,
     Observation,
@@ -127,6 +134,19 @@ class ToolOutcome:
     argument_problems: tuple[ArgumentProblem, ...] = ()
     narrowing: Narrowing | None = None
 
+    @property
+    def encoded(self) -> str:
+        """The observation as the model receives it: JSON with sorted keys, encoded once."""
+        # The first read encodes and keeps the text in the instance's own
+        # __dict__ (a frozen dataclass still has one), so `attempt` measuring
+        # the result and the loop answering the model share one encoding.
+        # functools.cached_property does the same behind a lock that, on
+        # Python 3.11, costs more than the lookup it saves.
+        text: str | None = self.__dict__.get("_encoded")
+        if text is None:
+            text = self.__dict__["_encoded"] = OBSERVATION_ENCODER.encode(self.observation)
+        return text
+
 
 class Dispatcher:
     """Runs a requested tool only after every check before it has passed."""
@@ -157,6 +177,9 @@ class Dispatcher:
             registry[tool.name] = tool
         self._tools: Mapping[str, ExecutableTool[Any]] = MappingProxyType(registry)
         self._allowed: frozenset[str] = frozenset(allowed)
+        # What may run: a name both allowed and registered. Neither changes after
+        # construction, so it is worked out here once, not at every request.
+        self._usable: frozenset[str] = self._allowed.intersection(registry)
         self._before_write = before_write
         self._max_result_bytes = max_result_bytes
         self._hints = hints
@@ -212,7 +235,7 @@ class Dispatcher:
 
     def schemas(self) -> list[dict[str, Any]]:
         """The schemas of the allowed tools, sorted by name: all a model is told exists."""
-        return [self._tools[name].schema() for name in sorted(self._allowed & self._tools.keys())]
+        return [self._tools[name].schema() for name in sorted(self._usable)]
 
     def invoke(self, call: ToolCall) -> Observation:
         """What the model is told about a request: the observation of `attempt`."""
@@ -227,7 +250,7 @@ class Dispatcher:
         # 1. One answer for "unknown" and "not allowed", so a refusal does not
         #    tell a probing model which forbidden names exist. What may run is
         #    what `schemas` offers: a name both allowed and registered.
-        if call.name not in self._allowed & self._tools.keys():
+        if call.name not in self._usable:
             return ToolOutcome(_refusal("tool_not_allowed"), handler_ran=False)
         tool = self._tools[call.name]
         # 2. Strict validation: no coercion of "6" or True or 6.0 into 6.
@@ -259,7 +282,7 @@ class Dispatcher:
             # The handler asks to narrow the rest of its run. What that keeps,
             # removes and asked for in vain is decided here, against what this
             # dispatcher runs: naming a tool in `keep` never makes it allowed.
-            usable = self._allowed & self._tools.keys()
+            usable = self._usable
             narrowing = Narrowing(
                 call_id=call.id,
                 tool=call.name,
@@ -272,18 +295,18 @@ class Dispatcher:
         # 5. Bound what goes back into the model's context. The handler has
         #    already run by now: this refusal hides a result, it undoes nothing
         #    (and a narrowing the handler asked for still holds).
-        #    json.dumps escapes every non-ASCII character, so its length in
-        #    characters is its size in bytes. Keys are sorted as the loop will
-        #    send them, so a value whose keys cannot be sorted ({1: "a", "b": 2})
+        #    The encoder escapes every non-ASCII character, so the length of
+        #    `encoded` in characters is its size in bytes. It is the very text
+        #    the loop sends, so a value whose keys cannot be sorted ({1: "a", "b": 2})
         #    fails here, as the tool's failure, not later inside the loop.
-        observation = {"ok": True, "value": value}
+        outcome = ToolOutcome({"ok": True, "value": value}, handler_ran=True, narrowing=narrowing)
         try:
-            encoded = json.dumps(observation, allow_nan=False, sort_keys=True)
+            size = len(outcome.encoded)
         except EXPECTED_FAILURES as error:
             return replace(_failed("result", error, handler_ran=True), narrowing=narrowing)
-        if len(encoded) > self._max_result_bytes:
+        if size > self._max_result_bytes:
             return ToolOutcome(_refusal("result_too_large"), handler_ran=True, narrowing=narrowing)
-        return ToolOutcome(observation, handler_ran=True, narrowing=narrowing)
+        return outcome
 
 
 class RunRecord(BaseModel):
@@ -412,8 +435,9 @@ def run_task(
             else:
                 refused.append((raw.name, str(outcome.observation["error"])))
             # Every call is answered, in the model's order, under its own id:
-            # a provider rejects a transcript with an unanswered call.
-            messages.append(observation_message(raw.id, outcome.observation))
+            # a provider rejects a transcript with an unanswered call. The text
+            # is the outcome's own encoding, made once (`attempt` measured it).
+            messages.append(ToolMessage(tool_call_id=raw.id, content=outcome.encoded))
         if stop is not None:
             return finish(stop)
 

@@ -23,7 +23,6 @@ from sovereign_agent.limits import RunLimitReached, may_run_concurrently
 from sovereign_agent.loop import (
     RunRecord,
     check_setup,
-    observation_message,
     one_line,
     parse_tool_call,
 )
@@ -36,6 +35,7 @@ from sovereign_agent.models import (
     ModelReply,
     ModelResponseError,
     SystemMessage,
+    ToolMessage,
     Usage,
     UserMessage,
 )
@@ -348,8 +348,9 @@ def run_task(
             else:
                 refused.append((raw.name, str(outcome.observation["error"])))
             # Every call is answered, in the model's order, under its own id:
-            # a provider rejects a transcript with an unanswered call.
-            messages.append(observation_message(raw.id, outcome.observation))
+            # a provider rejects a transcript with an unanswered call. The text
+            # is the outcome's own encoding, made once (`attempt` measured it).
+            messages.append(ToolMessage(tool_call_id=raw.id, content=outcome.encoded))
         if stop is not None:
             return finish(stop)
 
