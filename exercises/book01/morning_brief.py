@@ -4,8 +4,9 @@ This is the file you saved in chapter 1, with two changes to the signatures
 the grader calls: `snapshot_json`, `build_brief_request` and `morning_brief`
 take the time the snapshot was taken (`taken_at`, text such as
 "2026-06-01T07:30"), and there are two new functions, `brief_snapshot` and
-`brief_or_notice`. It runs, and it does NOT do the exercises yet: look for
-the lines marked `Exercise 1`, `Exercise 2` and `Exercise 3`.
+`brief_or_notice`, and, for Unit C, `focus_snapshot`. It runs, and it does
+NOT do the exercises yet: look for the lines marked `Exercise 1`,
+`Exercise 2`, `Exercise 3` and `Exercise 4`.
 
 Check your progress at any time (from the repository root):
 
@@ -91,3 +92,15 @@ def brief_or_notice(environ: Mapping[str, str], shop: dict, taken_at: str) -> st
     # of letting it crash Lucy's morning. Catch ModelError only: any other
     # exception is a bug in the program and must still be raised.
     return morning_brief(model_from_env(environ), shop, taken_at)
+
+
+# Exercise 4 (Unit C, an open design task): a brief for a shop of many flavours.
+
+
+def focus_snapshot(shop: dict, limit: int) -> dict:
+    """Exercise 4: a snapshot of at most `limit` products, chosen as Unit C's list says.
+
+    The design is yours (Unit C). For now this is the whole shop, as
+    `brief_snapshot` sends it.
+    """
+    return brief_snapshot(shop)

@@ -3,7 +3,8 @@
 This is the file you saved in chapter 2, with `build_tools` taking the
 signature the grader calls: `build_tools(shop, prices, *, extra_tools=(),
 allowed=None)`. It works, and it does NOT do the exercises yet: look for the
-lines marked `Exercise 1`, `Exercise 2` and `Exercise 3`.
+lines marked `Exercise 1`, `Exercise 2` and `Exercise 3`, and the function marked
+`Exercise 4`.
 
 Check your progress at any time (from the repository root):
 
@@ -417,3 +418,18 @@ def build_tools(
         allowed=SHOP_TOOL_NAMES if allowed is None else allowed,
         before_write=before_write,
     )
+
+
+# --- Exercise 4 (Unit C): a party's tubs, promised (an open design task) -----------
+
+
+def reservation_tool(
+    shop: Mapping[str, Any], reservations: list[dict[str, Any]]
+) -> ExecutableTool[Any]:
+    """Exercise 4: the `reserve_tubs` tool (arguments `sku` and `tubs`), as Unit C's list says.
+
+    Each reservation it makes is appended to `reservations` as
+    {"sku", "tubs"}. The design is yours (Unit C): its argument model, its
+    checks, what it answers. For now there is no such tool.
+    """
+    raise NotImplementedError("Exercise 4: design the reserve_tubs tool")

@@ -2,15 +2,16 @@
 
 The first part is chapter 4's learner file, unchanged. After it come the
 exercises of Unit A (a query over a trace; a replay that must diverge at a
-stated event) and of Unit B (how much a pass rate moves from seed to seed),
-Lucy's morning plan for the notebooks and your tests, and at the end "the
-grader's door": small functions through which the grader, which only sends
-and receives plain JSON, runs your code on traces and suites it sends as
-text. Unit B's other exercise is not in this file: it is an expectation you
-add to `suite.toml`, beside it.
+stated event), of Unit B (how much a pass rate moves from seed to seed) and
+of Unit C (an open design task: which runs need Lucy), Lucy's morning plan
+for the notebooks and your tests, and at the end "the grader's door": small
+functions through which the grader, which only sends and receives plain
+JSON, runs your code on traces and suites it sends as text. Unit B's other
+exercise is not in this file: it is an expectation you add to `suite.toml`,
+beside it.
 
 It runs, and it does none of the exercises yet: look for `Exercise 1`,
-`Exercise 2` and `Exercise 4`.
+`Exercise 2`, `Exercise 4` and `Exercise 5`.
 """
 
 import copy
@@ -629,6 +630,18 @@ def pass_rate_spread(
     raise NotImplementedError("Exercise 4: run the suite once per seed")
 
 
+# --- Unit C, Exercise 5: which runs need Lucy? (an open design task) ---------------
+
+
+def runs_to_review(trace_path: str) -> list[str]:
+    """Exercise 5: the ids of the runs in the trace that need Lucy, as Unit C's list says.
+
+    Each run once, in the order the runs start in the file. The design is
+    yours (Unit C).
+    """
+    raise NotImplementedError("Exercise 5: decide which runs need Lucy")
+
+
 # --- Lucy's morning, for the notebooks and your tests ------------------------------
 # The morning plan as chapter 3's model plays it: the stock, both drafts in one
 # turn, the answer. Fixed replies, so every trace of it is the same run: 14
@@ -773,6 +786,12 @@ def spread(suite_text: str, variant: str, seeds: list[int], repeat: int) -> dict
     """Exercise 4 on a suite given as text."""
     with scratch_file("suite.toml", suite_text) as path:
         return pass_rate_spread(str(path), variant, seeds, repeat)
+
+
+def review_in(trace_text: str) -> list[str]:
+    """Exercise 5 on a trace given as text."""
+    with scratch_file("trace.jsonl", trace_text) as path:
+        return runs_to_review(str(path))
 
 
 def failure_class_of(code: str, stage: str | None) -> str | None:

@@ -1,10 +1,11 @@
-"""Exercise Book 5 starter: chapter 5's store, ready for both exercises.
+"""Exercise Book 5 starter: chapter 5's store, ready for the exercises.
 
 This is chapter 5's learner file (Lucy's shop in one SQLite file) with, at the
-end, the two exercises and "the grader's door": small functions through which
-the grader, which can only send and receive plain JSON, opens a store file of
-its own and calls your code. It runs, and it does none of the exercises yet:
-look for the parts marked `Exercise 1` and `Exercise 2`.
+end, the three exercises and "the grader's door": small functions through
+which the grader, which can only send and receive plain JSON, opens a store
+file of its own and calls your code. It runs, and it does none of the
+exercises yet: look for the parts marked `Exercise 1`, `Exercise 2` and
+`Exercise 3`.
 """
 
 import json
@@ -516,6 +517,18 @@ def cancel_draft(connection: sqlite3.Connection, sku: str) -> dict[str, Any]:
     raise NotImplementedError("Exercise 2: write migration 2, then cancel_draft")
 
 
+# --- Exercise 3 (Unit C): a delivery typed wrong (an open design task) -----------
+
+
+def correct_delivery(connection: sqlite3.Connection, delivery: int, tubs: int) -> Any:
+    """Exercise 3: the delivery numbered `delivery` really brought `tubs`, as Unit C's list says.
+
+    The design is yours (Unit C): the grader reads only the store afterwards,
+    and whether a correction was refused. For now this corrects nothing.
+    """
+    return None
+
+
 # --- The grader's door (leave this part as it is) --------------------------------
 # The grader sends and receives plain JSON. Each function opens the store file
 # it is given, does one thing through the code above, and closes it again, as a
@@ -565,6 +578,19 @@ def count_in_file(path: str, counts: dict[str, int]) -> list[dict[str, Any]]:
 def cancel_in_file(path: str, sku: str) -> dict[str, Any]:
     with closing(open_store(path)) as connection:
         return cancel_draft(connection, sku)
+
+
+def deliveries_in_file(path: str) -> list[list[Any]]:
+    """Every delivery the store records, as [number, sku, tubs], oldest first."""
+    with closing(open_store(path)) as connection:
+        rows = connection.execute("SELECT id, sku, tubs FROM deliveries ORDER BY id")
+        return [[row["id"], row["sku"], row["tubs"]] for row in rows]
+
+
+def correct_in_file(path: str, delivery: int, tubs: int) -> None:
+    """Exercise 3's correction; what it returns is the design's own, and is not graded."""
+    with closing(open_store(path)) as connection:
+        correct_delivery(connection, delivery, tubs)
 
 
 def write_version_1_file(

@@ -1,11 +1,12 @@
-"""Exercise Book 7 starter: chapter 7's skills, ready for both exercises.
+"""Exercise Book 7 starter: chapter 7's skills, ready for the exercises.
 
 This is chapter 7's skill reader, discovery and `load_skill` (the learner
 file's definitions, unchanged; the dispatcher and the loop come from the
-book's runtime), with, at the end, the two exercises and "the grader's door":
-small functions through which the grader, which can only send and receive
-plain JSON, calls your code on skills folders of its own. It runs, and it
-does none of the exercises yet: look for `Exercise 1` and `Exercise 2`.
+book's runtime), with, at the end, the three exercises and "the grader's
+door": small functions through which the grader, which can only send and
+receive plain JSON, calls your code on skills folders of its own. It runs,
+and it does none of the exercises yet: look for `Exercise 1`, `Exercise 2`
+and `Exercise 3`.
 """
 
 from __future__ import annotations
@@ -419,6 +420,18 @@ def build_reference_tools(
     return Dispatcher([*shop_tools.tools.values(), *reference_tools(skills)], allowed=allowed)
 
 
+# --- Exercise 3 (Unit C): a catalogue within a budget (an open design task) ---------
+
+
+def fitted_catalogue(skills: Sequence[Skill], budget: int) -> str:
+    """Exercise 3: the catalogue of `skills` in at most `budget` characters, as Unit C's list says.
+
+    The design is yours (Unit C). As given, this is chapter 7's catalogue,
+    whatever its length.
+    """
+    return skill_catalogue(skills)
+
+
 # --- The grader's door (leave this part as it is) -----------------------------------
 # The grader sends and receives plain JSON. Each function below builds what it
 # needs from a skills folder (the grader's own, or one your tests made), calls
@@ -463,6 +476,15 @@ def review_folder(root: str, allowed: list[str]) -> Any:
     except SkillError as error:
         return _refusal(error)
     return json.loads(json.dumps(review_skills(skills, tools)))
+
+
+def catalogue_in_folder(root: str, budget: int) -> Any:
+    """Exercise 3 through the door: the catalogue of the skills in `root`, within `budget`."""
+    try:
+        skills = discover_skills(Path(root))
+    except SkillError as error:
+        return _refusal(error)
+    return fitted_catalogue(skills, budget)
 
 
 def run_calls(root: str, allowed: list[str], calls: list[list[Any]]) -> Any:

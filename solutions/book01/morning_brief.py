@@ -3,6 +3,8 @@
 Exercise 1 sends the model only the fields a brief needs. Exercise 2 stamps
 the snapshot with the time it was taken. Exercise 3 turns a failed model
 call into a one-line notice, and lets every other failure stay loud.
+Exercise 4, an open design task, keeps a big shop's snapshot to a limit of
+products (`focus_snapshot`, one design among many that earn full marks).
 
 Importing this file defines things and prints nothing.
 """
@@ -95,3 +97,23 @@ def brief_or_notice(environ: Mapping[str, str], shop: dict, taken_at: str) -> st
         return morning_brief(model_from_env(environ), shop, taken_at)
     except ModelError as error:
         return f"Brief unavailable: {error}"
+
+
+# Exercise 4 (Unit C, an open design task): a brief for a shop of many flavours.
+
+
+def focus_snapshot(shop: dict, limit: int) -> dict:
+    """Exercise 4: at most `limit` products, the largest needs first, and how many were left out.
+
+    A model told about some flavours and not others would take the silence
+    for "nothing to order": so the products that need tubs go first, the
+    largest need first (`sorted` is stable, so equal needs keep the shop's
+    order), and `left_out` says how many the brief does not show. Built from
+    `brief_snapshot`, so only its four fields are sent; `sorted` makes a new
+    list, so the shop is not changed.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a whole number of products, at least 1, not {limit!r}")
+    products = brief_snapshot(shop)["products"]
+    chosen = sorted(products, key=lambda row: -replenishment_need(row))[:limit]
+    return {"name": shop["name"], "products": chosen, "left_out": len(products) - len(chosen)}

@@ -5,6 +5,8 @@ fails; two rows under one sku are refused. Exercise 2: `reserved` tubs count
 in the need, through one `replenishment_need` shared by the stock report and
 the draft check. Exercise 3: extra tools are registered but forbidden until
 `allowed` names them; a duplicate tool name is refused at construction.
+Exercise 4, an open design task: `reserve_tubs`, a tool that promises a
+party's tubs (`reservation_tool`, one design among many that earn full marks).
 
 Self-contained: Pydantic and the standard library only. Importing it defines
 things and prints nothing.
@@ -434,4 +436,52 @@ def build_tools(
         tools,
         allowed=SHOP_TOOL_NAMES if allowed is None else allowed,
         before_write=before_write,
+    )
+
+
+# --- Exercise 4 (Unit C): a party's tubs, promised (an open design task) -----------
+
+RESERVE_TUBS = "reserve_tubs"
+# A party orders a few tubs, not the freezer: a bigger promise is Lucy's to make herself.
+MAX_TUBS_PER_RESERVATION = 20
+
+
+class ReservationArguments(ProductArguments):
+    tubs: int = Field(ge=1, le=MAX_TUBS_PER_RESERVATION)
+
+
+def reservation_tool(
+    shop: Mapping[str, Any], reservations: list[dict[str, Any]]
+) -> ExecutableTool[ReservationArguments]:
+    """Exercise 4: `reserve_tubs` promises tubs of one flavour, from what nobody was promised yet.
+
+    The numbers are the argument model's to refuse (strict, 1 to 20 tubs),
+    before any handler runs. The handler refuses, as chapter 2's handlers do,
+    what is wrong for the shop as it is: a flavour it does not sell, and more
+    tubs than the freezer holds beyond every promise already made (those in
+    the row's `reserved`, and those this tool wrote to `reservations`). It
+    checks before it writes, so a refused promise leaves no trace.
+    """
+    products = copy.deepcopy(list(shop["products"]))
+
+    def reserve(arguments: ReservationArguments) -> dict[str, Any]:
+        row = find_product(products, arguments.sku)
+        promised = row.get("reserved", 0) + sum(
+            reservation["tubs"]
+            for reservation in reservations
+            if reservation["sku"] == arguments.sku
+        )
+        free = row["on_hand"] - promised
+        if arguments.tubs > free:
+            raise ValueError(f"only {max(free, 0)} tubs of {arguments.sku} are free to promise")
+        reservation = {"sku": arguments.sku, "tubs": arguments.tubs}
+        reservations.append(reservation)
+        return {**reservation, "still_free": free - arguments.tubs}
+
+    return ExecutableTool(
+        name=RESERVE_TUBS,
+        description="Promise tubs of one flavour to a customer, from tubs in the freezer that "
+        "nobody was promised yet. It buys nothing.",
+        arguments=ReservationArguments,
+        handler=reserve,
     )

@@ -2,15 +2,17 @@
 
 The first part is chapter 4's learner file, unchanged. After it come the
 exercises of Unit A (a query over a trace; a replay that must diverge at a
-stated event) and of Unit B (how much a pass rate moves from seed to seed),
-Lucy's morning plan for the notebooks and your tests, and at the end "the
-grader's door": small functions through which the grader, which only sends
-and receives plain JSON, runs your code on traces and suites it sends as
-text. Unit B's other exercise is not in this file: it is an expectation you
-add to `suite.toml`, beside it.
+stated event), of Unit B (how much a pass rate moves from seed to seed) and
+of Unit C (an open design task: which runs need Lucy), Lucy's morning plan
+for the notebooks and your tests, and at the end "the grader's door": small
+functions through which the grader, which only sends and receives plain
+JSON, runs your code on traces and suites it sends as text. Unit B's other
+exercise is not in this file: it is an expectation you add to `suite.toml`,
+beside it.
 
-This is the reference answer: `Exercise 1`, `Exercise 2` and `Exercise 4`
-are written, and `suite.toml` beside it holds Exercise 3's expectations.
+This is the reference answer: `Exercise 1`, `Exercise 2`, `Exercise 4` and
+`Exercise 5` (one design among many that earn full marks) are written, and
+`suite.toml` beside it holds Exercise 3's expectations.
 """
 
 import copy
@@ -654,6 +656,34 @@ def pass_rate_spread(
     return {"rates": rates, "lowest": min(rates), "highest": max(rates)}
 
 
+# --- Unit C, Exercise 5: which runs need Lucy? (an open design task) ---------------
+
+# A call that failed after the dispatcher let it through: its handler raised, its
+# result was not JSON, or the authority refused a write. Bad arguments and names
+# the run does not allow are the model's slips, refused before anything ran.
+NEEDS_LUCY = frozenset({"handler", "result", "before_write"})
+
+
+def runs_to_review(trace_path: str) -> list[str]:
+    """Exercise 5: the runs Lucy reads first: each once, in the order they start in the file.
+
+    A run needs her when it stopped without a final answer, when the file
+    never shows it finishing (a killed process), or when a call failed at a
+    stage the model could not have prevented by asking better. `read_trace`
+    groups interleaved runs by id and keeps their first appearance's order.
+    """
+    return [
+        run.run_id
+        for run in read_trace(Path(trace_path))
+        if not run.complete
+        or any(
+            (event.event == "run_finished" and event.stop_reason != "final_answer")
+            or (event.event == "tool_outcome" and event.failure_stage in NEEDS_LUCY)
+            for event in run.events
+        )
+    ]
+
+
 # --- Lucy's morning, for the notebooks and your tests ------------------------------
 # The morning plan as chapter 3's model plays it: the stock, both drafts in one
 # turn, the answer. Fixed replies, so every trace of it is the same run: 14
@@ -798,6 +828,12 @@ def spread(suite_text: str, variant: str, seeds: list[int], repeat: int) -> dict
     """Exercise 4 on a suite given as text."""
     with scratch_file("suite.toml", suite_text) as path:
         return pass_rate_spread(str(path), variant, seeds, repeat)
+
+
+def review_in(trace_text: str) -> list[str]:
+    """Exercise 5 on a trace given as text."""
+    with scratch_file("trace.jsonl", trace_text) as path:
+        return runs_to_review(str(path))
 
 
 def failure_class_of(code: str, stage: str | None) -> str | None:

@@ -3,7 +3,9 @@
 Exercise 1 makes Lucy's weekly stock count one transaction: every number and
 every sku checked, all of the count or none of it, and the drafts it makes
 stale retired with it. Exercise 2 writes migration 2, which rebuilds the
-drafts table so that a draft can be CANCELLED, and `cancel_draft`. The
+drafts table so that a draft can be CANCELLED, and `cancel_draft`.
+Exercise 3, an open design task, puts right a delivery typed wrong:
+`correct_delivery` is one design among many that earn full marks. The
 grader's door at the end is the starter's, unchanged.
 """
 
@@ -550,6 +552,42 @@ def cancel_draft(connection: sqlite3.Connection, sku: str) -> dict[str, Any]:
     return next(row for row in read_drafts(connection) if row["id"] == draft["id"])
 
 
+# --- Exercise 3 (Unit C): a delivery typed wrong (an open design task) -----------
+
+
+def correct_delivery(connection: sqlite3.Connection, delivery: int, tubs: int) -> dict[str, Any]:
+    """Exercise 3: the delivery numbered `delivery` really brought `tubs`; record and freezer agree.
+
+    The freezer moves by the difference between what the record says and
+    what came, read inside the transaction, never set to a number worked out
+    before it: deliveries and counts made since the typo stay in it. The
+    record then says `tubs`, so a correction asked again (the till that lost
+    its answer, section 5.8) finds nothing left to move and changes nothing.
+    Returns the corrected product's row with its `needed`.
+    """
+    whole_number("delivery", delivery)
+    if whole_number("tubs", tubs) < 1:
+        # A delivery that never came is not a correction: the record would have to go.
+        raise ValueError("a delivery brings at least 1 tub")
+    with transaction(connection):
+        recorded = connection.execute(
+            "SELECT sku, tubs FROM deliveries WHERE id = ?", (delivery,)
+        ).fetchone()
+        if recorded is None:
+            raise KeyError(delivery)
+        sku, difference = recorded["sku"], tubs - recorded["tubs"]
+        if read_product(connection, sku)["on_hand"] + difference < 0:
+            # Tubs counted away since: the schema would refuse it too, but not in words.
+            raise ValueError(f"the freezer holds fewer {sku} tubs than the correction takes")
+        connection.execute("UPDATE deliveries SET tubs = ? WHERE id = ?", (tubs, delivery))
+        connection.execute(
+            "UPDATE products SET on_hand = on_hand + ? WHERE sku = ?", (difference, sku)
+        )
+        supersede_stale_draft(connection, sku)
+        product = read_product(connection, sku)
+    return {**product, "needed": replenishment_need(product)}
+
+
 # --- The grader's door (leave this part as it is) --------------------------------
 # The grader sends and receives plain JSON. Each function opens the store file
 # it is given, does one thing through the code above, and closes it again, as a
@@ -599,6 +637,19 @@ def count_in_file(path: str, counts: dict[str, int]) -> list[dict[str, Any]]:
 def cancel_in_file(path: str, sku: str) -> dict[str, Any]:
     with closing(open_store(path)) as connection:
         return cancel_draft(connection, sku)
+
+
+def deliveries_in_file(path: str) -> list[list[Any]]:
+    """Every delivery the store records, as [number, sku, tubs], oldest first."""
+    with closing(open_store(path)) as connection:
+        rows = connection.execute("SELECT id, sku, tubs FROM deliveries ORDER BY id")
+        return [[row["id"], row["sku"], row["tubs"]] for row in rows]
+
+
+def correct_in_file(path: str, delivery: int, tubs: int) -> None:
+    """Exercise 3's correction; what it returns is the design's own, and is not graded."""
+    with closing(open_store(path)) as connection:
+        correct_delivery(connection, delivery, tubs)
 
 
 def write_version_1_file(

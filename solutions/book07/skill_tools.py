@@ -3,6 +3,8 @@
 Exercise 1 adds `review_skills`, which says what loading each skill would do
 to a run without loading any. Exercise 2 adds reference files: loading a skill
 lists them, and `read_reference` returns one from a skill this run has loaded.
+Exercise 3, an open design task, fits the catalogue into a budget of
+characters (`fitted_catalogue`, one design among many that earn full marks).
 Chapter 7's definitions are unchanged; so is the grader's door.
 """
 
@@ -507,6 +509,51 @@ def build_reference_tools(
     return Dispatcher([*shop_tools.tools.values(), *reference_tools(skills)], allowed=allowed)
 
 
+# --- Exercise 3 (Unit C): a catalogue within a budget (an open design task) ---------
+
+# What a shortened description ends with, so the model knows the line holds less
+# than its author wrote (one character, so it costs one character of the budget).
+CUT_MARK = "\u2026"
+
+
+def fitted_catalogue(skills: Sequence[Skill], budget: int) -> str:
+    """Exercise 3: the catalogue of `skills` in at most `budget` characters.
+
+    Chapter 7's catalogue when it fits. When it does not, every line keeps its
+    name (a skill the model cannot name, it cannot load), and the longest
+    descriptions pay first: they are cut, from their end and marked, to the
+    largest length that fits, so a description no longer than that stays
+    whole. A vendor's 1,000 characters cannot crowd Lucy's one line out.
+    """
+    lines = [(skill.name, " ".join(skill.description.split())) for skill in skills]
+    whole = skill_catalogue(skills)
+    if len(whole) <= budget:
+        return whole
+    # What a line costs before its description ("- name: "), and the newlines between lines.
+    fixed = sum(len(f"- {name}: ") for name, _ in lines) + len(lines) - 1
+    room = budget - fixed
+    if room < len(lines) * len(CUT_MARK):
+        raise ValueError(
+            f"a catalogue of {len(lines)} skills needs at least {fixed + len(lines)} characters"
+            f" to name each one; the budget is {budget}"
+        )
+    # Water-filling: the shortest descriptions first, each whole while it is no longer
+    # than an equal share of the room still left; the share where one is not is the cap.
+    cap = room
+    left = room
+    lengths = sorted(len(text) for _, text in lines)
+    for taken, length in enumerate(lengths):
+        share = left // (len(lengths) - taken)
+        if length > share:
+            cap = share
+            break
+        left -= length
+    return "\n".join(
+        f"- {name}: {text if len(text) <= cap else text[: cap - len(CUT_MARK)] + CUT_MARK}"
+        for name, text in lines
+    )
+
+
 # --- The grader's door (leave this part as it is) -----------------------------------
 # The grader sends and receives plain JSON. Each function below builds what it
 # needs from a skills folder (the grader's own, or one your tests made), calls
@@ -551,6 +598,15 @@ def review_folder(root: str, allowed: list[str]) -> Any:
     except SkillError as error:
         return _refusal(error)
     return json.loads(json.dumps(review_skills(skills, tools)))
+
+
+def catalogue_in_folder(root: str, budget: int) -> Any:
+    """Exercise 3 through the door: the catalogue of the skills in `root`, within `budget`."""
+    try:
+        skills = discover_skills(Path(root))
+    except SkillError as error:
+        return _refusal(error)
+    return fitted_catalogue(skills, budget)
 
 
 def run_calls(root: str, allowed: list[str], calls: list[list[Any]]) -> Any:

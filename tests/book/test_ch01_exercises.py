@@ -34,7 +34,12 @@ ALL_CHECKS = {
     "ex3_config_notice",
     "ex3_unreachable_notice",
     "ex3_defects_stay_loud",
+    "ex4_focus_within_limit",
+    "ex4_focus_largest_needs",
+    "ex4_focus_limit_checked",
 }
+# Exercise 4's reference picks the products: the largest need first, a new list.
+CHOSEN = "chosen = sorted(products, key=lambda row: -replenishment_need(row))[:limit]"
 
 IN_PLACE = """
 def brief_snapshot(shop: dict) -> dict:
@@ -74,6 +79,34 @@ MISTAKES: dict[str, tuple[str, str, set[str]]] = {
         {"ex2_taken_at", "ex2_request"},
     ),
     "deletes_fields_in_place": ("def brief_snapshot(", "def _unused(", {"ex1_shop_unchanged"}),
+    # Exercise 4 (Unit C's open design): the first products of the shop's list, whatever
+    # they need.
+    "focus_first_in_shop_order": (CHOSEN, "chosen = products[:limit]", {"ex4_focus_largest_needs"}),
+    # Exercise 4: the emptiest shelves first, which are not the largest needs.
+    "focus_lowest_stock_first": (
+        CHOSEN,
+        'chosen = sorted(products, key=lambda row: row["on_hand"])[:limit]',
+        {"ex4_focus_largest_needs"},
+    ),
+    # Exercise 4: the shop's own list sorted, so the caller's shop comes back reordered.
+    "focus_sorts_the_shop": (
+        '    products = brief_snapshot(shop)["products"]\n',
+        '    shop["products"].sort(key=lambda row: -replenishment_need(row))\n'
+        '    products = brief_snapshot(shop)["products"]\n',
+        {"ex4_focus_within_limit"},
+    ),
+    # Exercise 4: the products left out are not counted, so the model reads silence as "fine".
+    "focus_forgets_what_it_left_out": (
+        ', "left_out": len(products) - len(chosen)}',
+        "}",
+        {"ex4_focus_within_limit", "ex4_focus_largest_needs"},
+    ),
+    # Exercise 4: any limit taken, 0 and True included.
+    "focus_limit_unchecked": (
+        "    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:\n",
+        "    if False:\n",
+        {"ex4_focus_limit_checked"},
+    ),
 }
 
 
@@ -98,7 +131,7 @@ def test_the_grader_declares_exactly_the_books_checks() -> None:
 def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(report):
     starter = report["starter"]
     assert starter.baseline == (3, 3)
-    assert starter.exercises == (0, 13)
+    assert starter.exercises == (0, 18)
     # The brief_snapshot of chapter 1 leaves the shop alone already: that check
     # holds, and is held back until the exercise it guards is done.
     assert starter.outcomes["ex1_shop_unchanged"] == "locked"
@@ -146,6 +179,20 @@ def test_the_notebooks_check_cells_show_the_exercises_done_with_the_solution(exe
     assert "  server down: returned: Brief unavailable: cannot reach http://127.0.0.1:" in unit_b
     assert "key in notice: False" in unit_b
     assert "broken shop: raised KeyError" in unit_b
+    unit_c = notebook_output(exercise_folder, "unit_c")
+    for line in (
+        "Coffee needs 14",
+        "Pistachio needs 17",
+        "Raspberry needs 11",
+        "Strawberry needs 4",
+        "Vanilla needs 6",
+        "left out: 7",
+        "the shop still starts with: ['Vanilla', 'Chocolate', 'Strawberry']",
+        "needing shown: 7 of 7; left out: 2",
+        "True refused ValueError",
+    ):
+        assert line in unit_c, line
+    assert "Mango needs" not in unit_c
 
 
 def test_the_notebooks_check_cells_show_the_starter_not_done_yet(exercise_folder):
@@ -155,3 +202,6 @@ def test_the_notebooks_check_cells_show_the_starter_not_done_yet(exercise_folder
     unit_b = notebook_output(exercise_folder, "unit_b")
     assert "  missing key: raised ModelConfigurationError" in unit_b
     assert "  server down: raised ModelUnavailableError" in unit_b
+    unit_c = notebook_output(exercise_folder, "unit_c")
+    assert "left out: None" in unit_c
+    assert "True taken" in unit_c

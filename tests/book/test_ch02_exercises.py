@@ -33,6 +33,22 @@ NEED_LINE = 'return max(0, row["reorder_point"] - row["on_hand"] + reserved)'
 DRAFT_NEED = "need = replenishment_need(find_product(products, sku))"
 REPORT_NEED = 'rows = [{**row, "needed": replenishment_need(row)} for row in products]'
 ALLOWED = "allowed=SHOP_TOOL_NAMES if allowed is None else allowed,"
+# Exercise 4's reference: the argument model's tubs, and the promises already made.
+TUBS_FIELD = "    tubs: int = Field(ge=1, le=MAX_TUBS_PER_RESERVATION)\n"
+PROMISED = (
+    '        promised = row.get("reserved", 0) + sum(\n'
+    '            reservation["tubs"]\n'
+    "            for reservation in reservations\n"
+    '            if reservation["sku"] == arguments.sku\n'
+    "        )\n"
+)
+# Unit C, an open design task: graded by what a dispatcher answers and what the tool wrote.
+UNIT_C = {
+    "ex4_promises_made",
+    "ex4_never_more_than_the_freezer",
+    "ex4_numbers_refused",
+    "ex4_unknown_flavour",
+}
 
 # name -> (edits to the solution, the checks it must lose)
 MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
@@ -116,6 +132,42 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
         ],
         {"ex3_duplicate_tool"},
     ),
+    # Exercise 4 (Unit C's open design): no bounds on the tubs, so 0 and -3 are promised.
+    "reservation_unbounded": (
+        [(TUBS_FIELD, "    tubs: int\n")],
+        {"ex4_numbers_refused"},
+    ),
+    # Exercise 4: the bounds checked in the handler, so 0 and 21 tubs fail as requests wrong
+    # for the shop (tool_failed) instead of being refused before anything runs.
+    "reservation_bounds_in_the_handler": (
+        [
+            (TUBS_FIELD, "    tubs: int\n"),
+            (
+                "        row = find_product(products, arguments.sku)\n",
+                "        if not 1 <= arguments.tubs <= MAX_TUBS_PER_RESERVATION:\n"
+                '            raise ValueError("from 1 to 20 tubs")\n'
+                "        row = find_product(products, arguments.sku)\n",
+            ),
+        ],
+        {"ex4_numbers_refused"},
+    ),
+    # Exercise 4: only the stock's promises counted, not those made earlier in the run.
+    "reservation_forgets_the_runs_promises": (
+        [(PROMISED, '        promised = row.get("reserved", 0)\n')],
+        {"ex4_never_more_than_the_freezer"},
+    ),
+    # Exercise 4: the promise written down before the check that refuses it.
+    "reservation_written_before_the_check": (
+        [
+            (
+                "        if arguments.tubs > free:\n",
+                '        reservations.append({"sku": arguments.sku, "tubs": arguments.tubs})\n'
+                "        if arguments.tubs > free:\n",
+            ),
+            ("        reservations.append(reservation)\n", ""),
+        ],
+        {"ex4_never_more_than_the_freezer"},
+    ),
 }
 
 # Test files a learner could hand in beside the reference solution.
@@ -168,6 +220,8 @@ def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(
     report: dict[str, Graded],
 ) -> None:
     starter = report["starter"]
+    assert (starter.baseline, starter.exercises) == ((12, 12), (0, 28))
+    assert starter.failed >= UNIT_C
     for guard in ("ex2_reserved_absent", "ex2_above_target", "ex3_probe_hidden"):
         assert starter.outcomes[guard] == "locked"
 

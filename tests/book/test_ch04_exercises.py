@@ -29,6 +29,8 @@ BOOK = load_book(4)
 TESTS_CHECKS = {check.id for check in BOOK.checks if check.tests is not None}
 BASELINE_CHECKS = {check.id for check in BOOK.checks if check.kind == BASELINE}
 SUITE_CHECKS = {"ex3_regression_fails", "ex3_chapter_tools_pass", "ex3_tasks_kept"}
+# Unit C, an open design task: graded by the runs listed for review, never by code shape.
+UNIT_C = {"ex5_review_finds_trouble", "ex5_review_leaves_the_rest", "ex5_review_in_start_order"}
 
 
 def read(path: Path) -> str:
@@ -114,6 +116,42 @@ EVIDENCE_MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
             )
         ],
         {"ch4_hints_safe"},
+    ),
+    # Exercise 5 (Unit C's open design): a run whose process was killed is not looked at.
+    "review_forgets_killed_runs": (
+        [("        if not run.complete\n        or any(\n", "        if any(\n")],
+        UNIT_C,
+    ),
+    # Exercise 5: a write its authority refused is taken for the model's slip.
+    "review_misses_refused_writes": (
+        [
+            (
+                'NEEDS_LUCY = frozenset({"handler", "result", "before_write"})',
+                'NEEDS_LUCY = frozenset({"handler", "result"})',
+            )
+        ],
+        UNIT_C,
+    ),
+    # Exercise 5: every refusal counted, the model's bad arguments it went on from too.
+    "review_counts_every_refusal": (
+        [
+            (
+                'event.event == "tool_outcome" and event.failure_stage in NEEDS_LUCY',
+                'event.event == "tool_outcome" and event.code != "ok"',
+            )
+        ],
+        {"ex5_review_leaves_the_rest"},
+    ),
+    # Exercise 5: runs listed in the order they end, not the order they start.
+    "review_in_order_of_ending": (
+        [
+            (
+                "        for run in read_trace(Path(trace_path))\n",
+                "        for run in sorted(read_trace(Path(trace_path)), key=lambda r: r.lines[-1])"
+                "\n",
+            )
+        ],
+        {"ex5_review_in_start_order"},
     ),
 }
 
@@ -284,7 +322,7 @@ def test_the_solutions_tests_pass_on_the_solution_and_fail_on_the_starter(
             assert "11 failed" in result.stdout
 
 
-@pytest.mark.parametrize("unit", ["unit_a", "unit_b"])
+@pytest.mark.parametrize("unit", ["unit_a", "unit_b", "unit_c"])
 def test_the_check_cells_show_the_exercises_done_with_the_solution(
     tmp_path: Path, unit: str
 ) -> None:
@@ -298,6 +336,10 @@ def test_the_check_cells_show_the_exercises_done_with_the_solution(
     if unit == "unit_a":
         assert "'seq': 11" in result.stdout
         assert "draft_order ValueError quantity 8 does not match the need of 6" in result.stdout
-    else:
+    elif unit == "unit_b":
         assert "caught" in result.stdout
         assert "safe hints: 100%" in result.stdout
+    else:
+        assert "to review: broken handler, refused write, step bound, killed" in result.stdout, (
+            result.stdout
+        )

@@ -39,6 +39,20 @@ COUNT = "    with transaction(connection):\n        for sku, tubs in counted.ite
 INDEX = (
     "    \"CREATE UNIQUE INDEX one_open_draft_per_sku ON drafts (sku) WHERE status = 'DRAFT'\",\n"
 )
+# Exercise 3's reference moves the freezer by the difference the correction found.
+FREEZER_MOVES = (
+    "        connection.execute(\n"
+    '            "UPDATE products SET on_hand = on_hand + ? WHERE sku = ?", (difference, sku)\n'
+    "        )\n"
+)
+# Unit C, an open design task: graded by what the store holds after a correction, never by code.
+UNIT_C = {
+    "ex3_correction_moves_the_difference",
+    "ex3_correction_asked_twice",
+    "ex3_correction_numbers_refused",
+    "ex3_correction_unknown_refused",
+    "ex3_correction_supersedes",
+}
 
 # name -> (edits to the solution, the checks it must lose); a lost guard shows as locked.
 MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
@@ -103,6 +117,7 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
             "ch5_delivery_supersedes",
             "ex1_count_supersedes",
             "ex2_one_open_draft",
+            "ex3_correction_supersedes",
         },
     ),
     # Exercise 2: SCHEMA_V1 edited instead of a migration appended: old files stay at 1,
@@ -147,6 +162,56 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
         ],
         {"ex2_cancel_nothing_open"},
     ),
+    # Exercise 3 (Unit C's open design): the record put right, the freezer left with the typo.
+    "correction_fixes_only_the_record": (
+        [(FREEZER_MOVES, "")],
+        {
+            "ex3_correction_moves_the_difference",
+            "ex3_correction_asked_twice",
+            "ex3_correction_supersedes",
+        },
+    ),
+    # Exercise 3: a correction that finds nothing to move is taken for a mistake, so the
+    # till's second try is refused although the first landed.
+    "correction_refuses_a_repeat": (
+        [
+            (
+                '        sku, difference = recorded["sku"], tubs - recorded["tubs"]\n',
+                '        sku, difference = recorded["sku"], tubs - recorded["tubs"]\n'
+                "        if difference == 0:\n"
+                '            raise ValueError("the delivery already says so")\n',
+            )
+        ],
+        {"ex3_correction_asked_twice"},
+    ),
+    # Exercise 3: the tubs go to SQLite unchecked (STRICT takes 7.0 as 7, True as 1).
+    "correction_trusts_its_numbers": (
+        [
+            (
+                '    if whole_number("tubs", tubs) < 1:\n'
+                "        # A delivery that never came is not a correction: the record would have"
+                " to go.\n"
+                '        raise ValueError("a delivery brings at least 1 tub")\n',
+                "",
+            )
+        ],
+        {"ex3_correction_numbers_refused"},
+    ),
+    # Exercise 3: a delivery the store never recorded is corrected quietly, into nothing.
+    "correction_ignores_an_unknown_delivery": (
+        [
+            (
+                "        if recorded is None:\n            raise KeyError(delivery)\n",
+                "        if recorded is None:\n            return {}\n",
+            )
+        ],
+        {"ex3_correction_unknown_refused"},
+    ),
+    # Exercise 3: the freezer corrected, the draft for the old need left open.
+    "correction_leaves_the_draft": (
+        [(FREEZER_MOVES + "        supersede_stale_draft(connection, sku)\n", FREEZER_MOVES)],
+        {"ex3_correction_supersedes"},
+    ),
 }
 
 
@@ -164,8 +229,14 @@ def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(
     report: dict[str, Graded],
 ) -> None:
     starter = report["starter"]
-    assert (starter.baseline, starter.exercises) == ((6, 6), (0, 15))
-    for guard in ("ex1_count_sets_stock", "ex2_one_open_draft", "ex2_newer_refused"):
+    assert (starter.baseline, starter.exercises) == ((6, 6), (0, 22))
+    assert starter.failed >= UNIT_C
+    for guard in (
+        "ex1_count_sets_stock",
+        "ex2_one_open_draft",
+        "ex2_newer_refused",
+        "ex3_correction_asked_twice",
+    ):
         assert starter.outcomes[guard] == "locked"
 
 
@@ -233,6 +304,11 @@ seen["delivery"] = s.receive_in_file("a.db", "SKU-VANILLA", 7)
 seen["drafts"] = s.drafts_in_file("a.db")
 seen["count"] = s.count_in_file("a.db", {"SKU-STRAWBERRY": 0})
 seen["stock"] = s.stock_in_file("a.db")
+s.receive_in_file("a.db", "SKU-CHOCOLATE", 50)
+s.receive_in_file("a.db", "SKU-CHOCOLATE", 2)
+seen["corrected"] = s.correct_in_file("a.db", 2, 5)
+seen["deliveries"] = s.deliveries_in_file("a.db")
+seen["chocolate"] = s.stock_in_file("a.db")[0]
 s.write_version_1_file("b.db", shop, prices, [["SKU-STRAWBERRY", 4, 275, "DRAFT"]])
 seen["raw before"] = s.raw_version_of_file("b.db")
 seen["cancel"] = s.cancel_in_file("b.db", "SKU-STRAWBERRY")
@@ -273,6 +349,15 @@ def test_the_grader_door_answers_in_plain_json_over_real_files(tmp_path: Path) -
         ("SKU-STRAWBERRY", 5),
         ("SKU-VANILLA", 0),
     ]
+    # Delivery 2 said 50 and brought 5: 7 + 5 + 2 in the freezer, the record put right,
+    # and the door hands nothing back (the return value is the design's own).
+    assert seen["corrected"] is None
+    assert seen["deliveries"] == [
+        [1, "SKU-VANILLA", 7],
+        [2, "SKU-CHOCOLATE", 5],
+        [3, "SKU-CHOCOLATE", 2],
+    ]
+    assert (seen["chocolate"]["sku"], seen["chocolate"]["on_hand"]) == ("SKU-CHOCOLATE", 14)
     assert (seen["raw before"], seen["raw after"]) == (1, 2)
     assert (seen["cancel"]["id"], seen["cancel"]["status"]) == (1, "CANCELLED")
     assert (seen["newer"], seen["raw at the end"]) == ("refused", 9)
@@ -301,6 +386,22 @@ def test_the_grader_door_answers_in_plain_json_over_real_files(tmp_path: Path) -
                 # Money as the book prints it: never a bare 1100.
                 "  1 SKU-VANILLA 6 1,500 pence SUPERSEDED",
                 "  2 SKU-STRAWBERRY 4 1,100 pence CANCELLED",
+            ],
+        ),
+        (
+            "unit_c",
+            [
+                "before: 76 [(1, 'SKU-VANILLA', 70), (2, 'SKU-VANILLA', 4)]",
+                "corrected: 13 [(1, 'SKU-VANILLA', 7), (2, 'SKU-VANILLA', 4)]",
+                "sent again: 13 [(1, 'SKU-VANILLA', 7), (2, 'SKU-VANILLA', 4)]",
+                "strawberry on hand: 4",
+                "draft 1 SKU-STRAWBERRY 3 SUPERSEDED",
+                "1 5.0 refused TypeError",
+                "1 True refused TypeError",
+                "1 0 refused ValueError",
+                "9 5 refused KeyError",
+                "after the count: refused ValueError",
+                "3 [(1, 'SKU-CHOCOLATE', 5)]",
             ],
         ),
     ],

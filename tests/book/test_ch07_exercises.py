@@ -59,6 +59,21 @@ UNIT_B = {
     "ex2_runs_do_not_share",
     "ex2_tests_catch",
 }
+# Unit C, an open design task: graded by the catalogue's text, never by how it was worked out.
+UNIT_C = {
+    "ex3_catalogue_fits",
+    "ex3_catalogue_spares_the_short",
+    "ex3_catalogue_whole_when_it_fits",
+    "ex3_catalogue_too_small_refused",
+}
+# Exercise 3's reference: chapter 7's catalogue when it fits, and the cut lines joined.
+WHOLE_FITS = "    if len(whole) <= budget:\n        return whole\n"
+CUT_LINES = (
+    '    return "\\n".join(\n'
+    '        f"- {name}: {text if len(text) <= cap else text[: cap - len(CUT_MARK)] + CUT_MARK}"\n'
+    "        for name, text in lines\n"
+    "    )\n"
+)
 
 # name -> (edits to the solution, the checks the result must fail). The tests
 # handed in are the solution's own, which still pass against the reference:
@@ -148,6 +163,42 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
     ),
 }
 
+MISTAKES |= {
+    # Exercise 3 (Unit C's open design): descriptions cut to fit, with nothing to say so.
+    "catalogue_without_the_mark": (
+        [(CUT_LINES, CUT_LINES.replace("text[: cap - len(CUT_MARK)] + CUT_MARK", "text[:cap]"))],
+        {"ex3_catalogue_fits", "ex3_catalogue_whole_when_it_fits"},
+    ),
+    # Exercise 3: the room handed out line by line, in the catalogue's order, each line
+    # leaving only the mark for every line after it: a vendor's skill that sorts first takes it.
+    "catalogue_first_come_first_served": (
+        [
+            (
+                CUT_LINES,
+                "    shown = []\n"
+                "    for index, (name, text) in enumerate(lines):\n"
+                "        spare = room - (len(lines) - index - 1) * len(CUT_MARK)\n"
+                "        fitted = text if len(text) <= spare else "
+                "text[: spare - len(CUT_MARK)] + CUT_MARK\n"
+                "        room -= len(fitted)\n"
+                '        shown.append(f"- {name}: {fitted}")\n'
+                '    return "\\n".join(shown)\n',
+            )
+        ],
+        {"ex3_catalogue_spares_the_short"},
+    ),
+    # Exercise 3: every description over an equal share cut, even when the whole catalogue fits.
+    "catalogue_always_cut_to_the_share": (
+        [(WHOLE_FITS, ""), (CUT_LINES, "    cap = room // len(lines)\n" + CUT_LINES)],
+        {"ex3_catalogue_whole_when_it_fits"},
+    ),
+    # Exercise 3: a budget too small for the names is answered anyway, over it.
+    "catalogue_never_refuses": (
+        [("    if room < len(lines) * len(CUT_MARK):\n", "    if False:\n")],
+        {"ex3_catalogue_too_small_refused"},
+    ),
+}
+
 # Tests that call the door and assert nothing: they pass everywhere, so they catch nothing.
 SILENT_TESTS = {
     "test_book07_review.py": (
@@ -208,8 +259,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
 def test_the_grader_declares_exactly_the_books_checks() -> None:
     # The ids are the gradebook's columns: written out here, a renamed one is seen.
     book = load_book(7)
-    assert {check.id for check in book.checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B
-    assert book.max_points == 25
+    assert {check.id for check in book.checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B | UNIT_C
+    assert book.max_points == 31
 
 
 def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(
@@ -217,8 +268,9 @@ def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(
 ) -> None:
     starter = report["starter"]
     assert starter.baseline == (6, 6)
-    assert starter.exercises == (0, 19)
-    assert starter.failed == UNIT_A | UNIT_B
+    assert starter.exercises == (0, 25)
+    assert starter.failed == UNIT_A | UNIT_B | UNIT_C
+    assert starter.outcomes["ex3_catalogue_whole_when_it_fits"] == "locked"
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -233,7 +285,7 @@ def test_tests_that_assert_nothing_catch_nothing(report: dict[str, Graded]) -> N
 def test_answers_from_anywhere_but_the_folders_earn_nothing(report: dict[str, Graded]) -> None:
     hostile = report["hostile"]
     assert hostile.baseline == (6, 6)
-    assert hostile.exercises == (0, 19)
+    assert hostile.exercises == (0, 25)
 
 
 DOOR_SCRIPT = """
@@ -247,6 +299,7 @@ seen = {
     "bulk": s.run_calls(root, run, [["load_skill", {"skill": "bulk-buyer"}],
                                     ["place_order", {"sku": "SKU-VANILLA", "quantity": 500}]]),
     "missing": s.skills_in_folder(root + "/nowhere"),
+    "catalogue": s.catalogue_in_folder(root, 200),
 }
 print(json.dumps(seen, sort_keys=True))
 """
@@ -278,6 +331,14 @@ def test_the_grader_door_answers_in_plain_json_over_real_folders(tmp_path: Path)
     assert bulk["narrowings"][0]["ignored"] == ["place_order"]
     assert bulk["refused"] == [["place_order", "tool_not_allowed"]]
     assert seen["missing"]["error"] == "no such skills folder"
+    # Lucy's three lines in 200 characters: every name whole, each description cut and marked.
+    assert len(seen["catalogue"]) == 200
+    assert [line.split(":")[0] for line in seen["catalogue"].split("\n")] == [
+        "- bulk-buyer",
+        "- morning-reorder",
+        "- price-check",
+    ]
+    assert all(line.endswith("\u2026") for line in seen["catalogue"].split("\n"))
 
 
 @pytest.mark.parametrize(
@@ -301,6 +362,20 @@ def test_the_grader_door_answers_in_plain_json_over_real_folders(tmp_path: Path)
                 "['ok', 'ok']",
                 "['ok', 'invalid_arguments']",
                 "{'error': 'tool_not_allowed', 'ok': False}",
+            ],
+        ),
+        (
+            "unit_c",
+            [
+                "2356 characters",
+                "750 characters",
+                "acme-bulk-deals cut 187",
+                "acme-loyalty cut 184",
+                "bulk-buyer whole 108",
+                "morning-reorder whole 150",
+                "price-check whole 117",
+                "True",
+                "refused: ValueError",
             ],
         ),
     ],

@@ -85,6 +85,11 @@ def test_book02_check_cells_show_the_exercises_done_with_the_solution(tmp_path: 
     assert '{"error": "tool_not_allowed", "ok": false}' in unit_b.stdout
     assert '{"ok": true, "value": "probe ran"}' in unit_b.stdout
     assert "two probes, one name: refused with ValueError" in unit_b.stdout
+    unit_c = _run(folder, _script(folder / "unit_c.ipynb"))
+    assert unit_c.returncode == 0, unit_c.stderr
+    assert "{'sku': 'SKU-CHOCOLATE', 'tubs': 3} -> tool_failed" in unit_c.stdout
+    assert "{'sku': 'SKU-STRAWBERRY', 'tubs': '2'} -> invalid_arguments" in unit_c.stdout
+    assert unit_c.stdout.count("promised: [{'sku': 'SKU-CHOCOLATE', 'tubs': 3}]") == 2
 
 
 def test_starter_shows_the_exercises_not_yet_done(tmp_path: Path) -> None:

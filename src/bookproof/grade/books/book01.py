@@ -22,7 +22,7 @@ from typing import Any
 
 from bookproof.grade import fixtures as fx
 from bookproof.grade.book import Book, Trial
-from bookproof.grade.questions import Asks, Ref, attrs, call, expect, get, let, method
+from bookproof.grade.questions import Asks, Ref, attrs, call, expect, get, let, method, same
 
 __all__ = ["BOOK"]
 
@@ -373,3 +373,139 @@ def ex3_defects_stay_loud(rng: random.Random) -> Trial:
         result.raised_a("KeyError"),
         "A shop with no products must raise KeyError, not become a notice.",
     )
+
+
+# --- exercise 4 (Unit C): a brief for a shop of many flavours, an open design task -----
+#
+# The unit gives `focus_snapshot(shop, limit)` and what Lucy needs, and leaves
+# the choice to the learner. What is graded is the snapshot as data: how many
+# products, which ones (by their needs), their fields and numbers, the count
+# of those left out, and the shop it was given, read back unchanged. The order
+# of the products kept is the design's own.
+
+S_UNIT_C = BOOK.section("1.2 The snapshot") + " (Exercise Book 1, Unit C)"
+
+
+def _row(rng: random.Random, on_hand: int, reorder_point: int) -> dict[str, Any]:
+    return {
+        "sku": fx.sku(rng),
+        "name": fx.token(rng, 6).capitalize(),
+        "on_hand": on_hand,
+        "reorder_point": reorder_point,
+    }
+
+
+def _big_shop(rng: random.Random, needing: int, fine: int) -> dict[str, Any]:
+    """A shop of many flavours, in an order no rule of thumb gets right.
+
+    First the flavours that need little but hold least (nothing on hand, a
+    target of 1 or 2), then those that need nothing, then those that need
+    the most, last: the first products of the list, or the emptiest, are not
+    the largest needs.
+    """
+    small = [_row(rng, 0, rng.randint(1, 2)) for _ in range(rng.randint(1, 3))]
+    idle = [_row(rng, rng.randint(10, 30), rng.randint(1, 9)) for _ in range(fine)]
+    large = [_row(rng, rng.randint(3, 9), rng.randint(20, 40)) for _ in range(needing)]
+    return fx.shop([*small, *idle, *large])
+
+
+def _need(row: dict[str, Any]) -> int:
+    return max(0, int(row["reorder_point"]) - int(row["on_hand"]))
+
+
+def _focused(shop: dict[str, Any], limit: int, snapshot: Any) -> str | None:
+    """What is wrong with `snapshot` as a focus of `shop` within `limit`, or None."""
+    if not isinstance(snapshot, dict) or snapshot.get("name") != shop["name"]:
+        return "The snapshot was not a dict with the shop's name."
+    products = snapshot.get("products")
+    rows = {row["sku"]: row for row in shop["products"]}
+    if not isinstance(products, list) or len(products) > limit:
+        return f"The snapshot held more than {limit} products, or no list of them."
+    skus = [product.get("sku") if isinstance(product, dict) else None for product in products]
+    if len(set(skus)) != len(skus) or not all(
+        sku in rows and same({f: rows[sku][f] for f in BRIEF_FIELDS}, product)
+        for sku, product in zip(skus, products, strict=True)
+    ):
+        return "A product in the snapshot was not one of the shop's, once, with its four fields."
+    if not same(len(rows) - len(products), snapshot.get("left_out")):
+        return "The snapshot did not say how many of the shop's products it left out."
+    return None
+
+
+@BOOK.exercise(
+    4,
+    points=2,
+    section=S_UNIT_C,
+    asks="A focused snapshot holds the shop's name, at most the limit's products, each the "
+    "shop's own with the four brief fields, and how many it left out; the shop is unchanged.",
+    hint="A focused snapshot held more products than its limit, a product that was not the "
+    "shop's own with its four fields, a wrong count of the products left out, or the shop it "
+    "was given came back changed.",
+)
+def ex4_focus_within_limit(rng: random.Random) -> Trial:
+    shop = _big_shop(rng, needing=rng.randint(2, 5), fine=rng.randint(2, 5))
+    limit = rng.randint(1, len(shop["products"]) - 1)
+    original = json.loads(json.dumps(shop))
+    kept = yield let(shop)
+    snapshot = yield call("focus_snapshot", kept, limit)
+    wrong = _focused(original, limit, snapshot)
+    if wrong is not None:
+        return wrong
+    after = yield get(kept)
+    return expect(same(original, after), "The shop given to the snapshot was changed.")
+
+
+@BOOK.exercise(
+    4,
+    points=2,
+    section=S_UNIT_C,
+    asks="The products that need tubs are kept first: when more need tubs than fit, none left "
+    "out needs more than one kept; when they fit, none is left out.",
+    hint="A focused snapshot left out a product that needed more tubs than one it kept, left "
+    "out a product that needed tubs while there was room for it, or held more products than "
+    "its limit.",
+)
+def ex4_focus_largest_needs(rng: random.Random) -> Trial:
+    crowded = _big_shop(rng, needing=rng.randint(3, 6), fine=rng.randint(1, 4))
+    needing = [row for row in crowded["products"] if _need(row) > 0]
+    limit = rng.randint(1, len(needing) - 1)
+    snapshot = yield call("focus_snapshot", crowded, limit)
+    wrong = _focused(crowded, limit, snapshot)
+    if wrong is not None:
+        return wrong
+    kept = {product["sku"] for product in snapshot["products"]}
+    left = [_need(row) for row in crowded["products"] if row["sku"] not in kept]
+    shown = [_need(row) for row in crowded["products"] if row["sku"] in kept]
+    if max(left) > min(shown):
+        return (
+            f"With a limit of {limit}, a product that needs {max(left)} tubs was left out while "
+            f"one that needs {min(shown)} was kept."
+        )
+    roomy = _big_shop(rng, needing=rng.randint(1, 3), fine=rng.randint(3, 6))
+    needing = [row for row in roomy["products"] if _need(row) > 0]
+    limit = rng.randint(len(needing), len(roomy["products"]) - 1)
+    snapshot = yield call("focus_snapshot", roomy, limit)
+    wrong = _focused(roomy, limit, snapshot)
+    if wrong is not None:
+        return wrong
+    kept = {product["sku"] for product in snapshot["products"]}
+    return expect(
+        all(row["sku"] in kept for row in needing),
+        f"With room for {limit} products, a product that needs tubs was left out.",
+    )
+
+
+@BOOK.exercise(
+    4,
+    points=1,
+    section=S_UNIT_C,
+    asks="A limit that is not a whole number of at least one product raises.",
+    hint="A limit of 0, below 0, 2.5, True or text was taken instead of refused.",
+)
+def ex4_focus_limit_checked(rng: random.Random) -> Trial:
+    shop = _big_shop(rng, needing=2, fine=2)
+    for limit in (0, -rng.randint(1, 5), 2.5, True, "3"):
+        answer = yield call("focus_snapshot", shop, limit, raises=True)
+        if answer.status != "raised":
+            return f"A limit of {limit!r} was taken."
+    return None

@@ -11,8 +11,10 @@ nor between submissions.
 - `seed_file`, `stock_in_file`, `drafts_in_file`, `invoke_in_file` (one tool
   request through chapter 5's dispatcher), `receive_in_file`, `version_of_file`:
   chapter 5's store, as the starter already has it;
-- `count_in_file` (exercise 1: the weekly count) and `cancel_in_file`
-  (exercise 2: a draft withdrawn, after migration 2);
+- `count_in_file` (exercise 1: the weekly count), `cancel_in_file`
+  (exercise 2: a draft withdrawn, after migration 2) and `correct_in_file`
+  (exercise 3, Unit C's open design task: a delivery typed wrong, put
+  right), with `deliveries_in_file` reading back what the store recorded;
 - `write_version_1_file`, `raw_version_of_file`, `set_raw_version_of_file`:
   plain sqlite3 with chapter 5's schema, never the submission's code, so a
   check can make a file as chapter 5 left it, or one from the future.
@@ -500,3 +502,210 @@ def ex2_newer_refused(rng: random.Random) -> Trial:
     if opened.status != "raised":
         return "A file of schema version 3 was opened by code that knows 2 migrations."
     return expect(same(3, version), "The refused file's version was changed.")
+
+
+# --- Exercise 3 (Unit C): a delivery typed wrong, an open design task ------------------
+#
+# The unit gives the function and what Lucy needs, and leaves the design to
+# the learner. What is graded is the store only: the products, deliveries and
+# drafts the door reads back after a correction, and whether a bad correction
+# raised. What `correct_delivery` returns is the design's own: the door drops it.
+
+_UNIT_C = " (Exercise Book 5, Unit C)"
+S_UNIT_C_ACTIONS = BOOK.section("5.7 Reading the shop, and the operator's actions") + _UNIT_C
+S_UNIT_C_CRASH = BOOK.section("5.8 A crash in the middle of a transaction") + _UNIT_C
+S_UNIT_C_NUMBERS = BOOK.section("5.4 Integer pence, and what STRICT still lets through") + _UNIT_C
+S_UNIT_C_DRAFTS = BOOK.section("5.10 A delivery that supersedes a draft") + _UNIT_C
+
+
+def _typo(rng: random.Random) -> tuple[int, int]:
+    """What the van brought, and what Lucy typed instead: a slipped finger, or a zero too many."""
+    right = rng.randint(1, 12)
+    wrong = rng.choice([right * 10, *(tubs for tubs in range(1, right + 10) if tubs != right)])
+    return right, wrong
+
+
+def _receive_all(
+    shop: fx.SeededShop, path: dict[str, Any], deliveries: list[tuple[str, int]]
+) -> Asks[list[list[Any]] | None]:
+    """Each delivery received through chapter 5's action, in order; the store's record of them.
+
+    None when the record is not those deliveries, in that order: then a
+    chapter action went wrong, and no correction can be judged on it.
+    """
+    for sku, tubs in deliveries:
+        yield call("receive_in_file", path, sku, tubs)
+        shop.move(sku, on_hand=tubs)
+    recorded = yield call("deliveries_in_file", path)
+    if not (
+        isinstance(recorded, list)
+        and len(recorded) == len(deliveries)
+        and all(
+            isinstance(row, list) and len(row) == 3 and type(row[0]) is int and row[1:] == [*line]
+            for row, line in zip(recorded, deliveries, strict=True)
+        )
+    ):
+        return None
+    return recorded
+
+
+def _store_is(shop: fx.SeededShop, path: dict[str, Any], deliveries: list[list[Any]]) -> Asks[bool]:
+    """Whether the store holds exactly the grader's products and `deliveries`."""
+    stock = yield from fx.stock_is(shop.stored(), path)
+    recorded = yield call("deliveries_in_file", path)
+    return stock and same(deliveries, recorded)
+
+
+def _corrected(recorded: list[list[Any]], number: int, tubs: int) -> list[list[Any]]:
+    return [[row[0], row[1], tubs] if row[0] == number else row for row in recorded]
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_UNIT_C_ACTIONS,
+    asks="A corrected delivery's record says what really came, and the freezer moves by the "
+    "difference: deliveries received since the typo stay in it, and nothing else changes.",
+    hint="After a delivery was corrected, its record or its product's tubs on hand were not what "
+    "they would have been had it been typed right the first time, or another delivery or "
+    "product changed.",
+)
+def ex3_correction_moves_the_difference(rng: random.Random) -> Trial:
+    shop = fx.SeededShop(rng)
+    typed, other = rng.sample(shop.skus(), 2)
+    right, wrong = _typo(rng)
+    later = rng.choice([tubs for tubs in range(1, 15) if tubs != wrong])
+    # The typo, a delivery of another flavour, and another of the same flavour, in any order.
+    deliveries = [(typed, wrong), (other, rng.randint(1, 15)), (typed, later)]
+    rng.shuffle(deliveries)
+    path = yield from shop.seed()
+    recorded = yield from _receive_all(shop, path, deliveries)
+    if recorded is None:
+        return "The store's record of the deliveries was not the deliveries received."
+    number = recorded[deliveries.index((typed, wrong))][0]
+    yield call("correct_in_file", path, number, right)
+    shop.move(typed, on_hand=right - wrong)
+    kept = yield from _store_is(shop, path, _corrected(recorded, number, right))
+    return expect(
+        kept,
+        f"After delivery {number} of {wrong} tubs was corrected to {right}, the store should "
+        "hold what it would have held had it been typed right, and nothing else changed.",
+    )
+
+
+@BOOK.exercise(
+    3,
+    points=2,
+    section=S_UNIT_C_CRASH,
+    asks="A correction asked a second time, as a till that lost its answer asks it, is not "
+    "refused and changes nothing more.",
+    hint="A correction sent a second time, as a till that lost the answer to the first sends "
+    "it, was refused, or changed the store again.",
+    requires=ex3_correction_moves_the_difference,
+)
+def ex3_correction_asked_twice(rng: random.Random) -> Trial:
+    shop = fx.SeededShop(rng)
+    sku = rng.choice(shop.skus())
+    right, wrong = _typo(rng)
+    # A later delivery at least as large as the typo: a design that moves the freezer
+    # again on the second ask is then seen moving it, not stopped by the schema.
+    deliveries = [(sku, wrong), (sku, wrong + rng.randint(0, 5))]
+    path = yield from shop.seed()
+    recorded = yield from _receive_all(shop, path, deliveries)
+    if recorded is None:
+        return "The store's record of the deliveries was not the deliveries received."
+    number = recorded[0][0]
+    yield call("correct_in_file", path, number, right)
+    stock = yield call("stock_in_file", path)
+    corrected = yield call("deliveries_in_file", path)
+    drafts = yield call("drafts_in_file", path)
+    again = yield call("correct_in_file", path, number, right, raises=True)
+    if again.status == "raised":
+        return "A correction asked again, after it was made, was refused."
+    stock_again = yield call("stock_in_file", path)
+    corrected_again = yield call("deliveries_in_file", path)
+    drafts_again = yield call("drafts_in_file", path)
+    return expect(
+        same(stock, stock_again)
+        and same(corrected, corrected_again)
+        and same(drafts, drafts_again),
+        "A correction asked a second time changed the store again.",
+    )
+
+
+@BOOK.exercise(
+    3,
+    points=1,
+    section=S_UNIT_C_NUMBERS,
+    asks="A correction to 7.0, True, '7', 0 or fewer tubs raises and changes nothing.",
+    hint="A correction to a number of tubs that is not a whole number of at least one (a float, "
+    "a boolean, text, zero or fewer) was taken, or changed the store.",
+)
+def ex3_correction_numbers_refused(rng: random.Random) -> Trial:
+    shop = fx.SeededShop(rng)
+    sku = rng.choice(shop.skus())
+    right, wrong = _typo(rng)
+    path = yield from shop.seed()
+    recorded = yield from _receive_all(shop, path, [(sku, wrong)])
+    if recorded is None:
+        return "The store's record of the deliveries was not the deliveries received."
+    for bad in (float(right), True, str(right), 0, -rng.randint(1, 9)):
+        answer = yield call("correct_in_file", path, recorded[0][0], bad, raises=True)
+        if answer.status != "raised":
+            return f"A correction to {bad!r} tubs was taken."
+    unchanged = yield from _store_is(shop, path, recorded)
+    return expect(unchanged, "A refused correction changed the store.")
+
+
+@BOOK.exercise(
+    3,
+    points=1,
+    section=S_UNIT_C_ACTIONS,
+    asks="A correction of a delivery the store never recorded raises and changes nothing.",
+    hint="A correction naming a delivery the store never recorded was taken without a refusal, "
+    "or changed the store.",
+)
+def ex3_correction_unknown_refused(rng: random.Random) -> Trial:
+    shop = fx.SeededShop(rng)
+    first, second = rng.sample(shop.skus(), 2)
+    path = yield from shop.seed()
+    recorded = yield from _receive_all(
+        shop, path, [(first, rng.randint(1, 15)), (second, rng.randint(1, 15))]
+    )
+    if recorded is None:
+        return "The store's record of the deliveries was not the deliveries received."
+    newest = max(row[0] for row in recorded)
+    for number in (newest + rng.randint(1, 50), 0, -rng.randint(1, 9)):
+        answer = yield call("correct_in_file", path, number, rng.randint(1, 15), raises=True)
+        if answer.status != "raised":
+            return f"A correction of delivery {number}, which the store never recorded, was taken."
+    unchanged = yield from _store_is(shop, path, recorded)
+    return expect(unchanged, "A refused correction changed the store.")
+
+
+@BOOK.exercise(
+    3,
+    points=1,
+    section=S_UNIT_C_DRAFTS,
+    asks="A correction that moves a product's need supersedes the open draft for the old need.",
+    hint="A correction that moved a product's need left the open draft for the old need open.",
+    requires=ex3_correction_moves_the_difference,
+)
+def ex3_correction_supersedes(rng: random.Random) -> Trial:
+    shop = fx.SeededShop(rng)
+    sku = rng.choice([sku for sku in shop.needing() if fx.need(shop.row(sku)) >= 2])
+    # A typo too small to fill the need, so a draft can be saved for the need it leaves.
+    wrong = rng.randint(1, fx.need(shop.row(sku)) - 1)
+    right = rng.choice([tubs for tubs in range(1, wrong + 10) if tubs != wrong])
+    path = yield from shop.seed()
+    recorded = yield from _receive_all(shop, path, [(sku, wrong)])
+    if recorded is None:
+        return "The store's record of the deliveries was not the deliveries received."
+    need = fx.need(shop.row(sku))
+    yield from _draft(path, sku, need)
+    yield call("correct_in_file", path, recorded[0][0], right)
+    drafts = yield call("drafts_in_file", path)
+    return expect(
+        same([fx.saved_draft(1, sku, need, shop.prices[sku], "SUPERSEDED")], drafts),
+        "After a correction moved the need, the draft for the old need should be SUPERSEDED.",
+    )

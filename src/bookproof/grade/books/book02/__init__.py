@@ -6,7 +6,7 @@ unit A's checks; the modules imported after it add theirs.
 
 from __future__ import annotations
 
-from bookproof.grade.books.book02 import unit_b  # noqa: F401 - each declares its checks
+from bookproof.grade.books.book02 import unit_b, unit_c  # noqa: F401 - each declares its checks
 from bookproof.grade.books.book02.baseline_and_unit_a import BOOK
 
 __all__ = ["BOOK"]

@@ -6,7 +6,7 @@ unit A's checks; the modules imported after it add theirs.
 
 from __future__ import annotations
 
-from bookproof.grade.books.book04 import unit_a_tests, unit_b  # noqa: F401 - each declares its checks
+from bookproof.grade.books.book04 import unit_a_tests, unit_b, unit_c  # noqa: F401 - each declares its checks
 from bookproof.grade.books.book04.baseline_and_unit_a import BOOK
 
 __all__ = ["BOOK"]
