@@ -18,6 +18,12 @@ so starting it twice starts it once. What DBOS does not do is what chapter
 result runs again on recovery (at least once, not exactly once); the store
 refuses the second order because its approval is used, not because DBOS knew.
 
+DBOS runs each workflow, and so each step, on a thread of its own pool; the
+main thread only waits for the result. A setup that stops its process from
+inside a step must aim the signal at its own thread (`signal.pthread_kill`),
+not at the process: a stop sent to the process is taken by the main thread,
+and the step's thread runs on until that one has been scheduled.
+
 Only this script imports DBOS; the runtime never does.
 """
 

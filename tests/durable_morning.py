@@ -35,6 +35,7 @@ import json
 import os
 import signal
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -148,7 +149,12 @@ def point(event: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if os.environ.get("SOVEREIGN_TEST_STOP") == event:
         log(f"stopped-at {event}")
-        os.kill(os.getpid(), signal.SIGSTOP)
+        # Aimed at this thread, not the process: a stop sent to the process is
+        # taken by its main thread, and where the run is on another thread (DBOS
+        # runs workflows on its own) this one ran on until the main thread was
+        # scheduled, sometimes far enough to confirm the purchase. A stop this
+        # thread sends itself stops the whole process before its next line.
+        signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
     if os.environ.get("SOVEREIGN_TEST_WAIT") == event:
         log(f"waiting-at {event}")
         time.sleep(120)  # until the test signals this process

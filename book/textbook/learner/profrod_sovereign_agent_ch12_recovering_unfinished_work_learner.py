@@ -23,7 +23,7 @@ from sovereign_agent.store import expect_delivery, open_store, reserve, seed_sto
 
 DESK = Path("book/textbook/servers/supplier_http.py")
 MORNING = '''
-import json, os, signal
+import json, os, signal, threading
 from sovereign_agent.models import AssistantMessage, AssistantToolCall, ModelReply
 from sovereign_agent.purchasing import SupplierDesk, build_purchasing_tools
 from sovereign_agent.worker import RunSetup
@@ -64,7 +64,9 @@ def answered(attempt):
         note(f"supplier made {attempt.order_id}")
         print(f"bought {attempt.order_id}", flush=True)
         if attempt.order_id == os.environ.get("MORNING_STOP_AFTER"):
-            os.kill(os.getpid(), signal.SIGSTOP)  # the listing decides what happens next
+            # Stop this thread, and with it the whole process, before its next line;
+            # the listing decides what happens next.
+            signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
 
 
 def lucy_morning(connection, run):
