@@ -57,3 +57,29 @@ def test_the_benchmark_runs_and_prints_its_figures(script: str, tmp_path: Path) 
 
 def test_every_benchmark_script_is_run_here() -> None:
     assert {path.name for path in (ROOT / "scripts").glob("bench_*.py")} == set(SMALLEST)
+
+
+def test_the_incremental_verification_benchmark_runs_and_prints_its_figures() -> None:
+    """`bench_verify.py --incremental` on the one-chapter fixture book (the book takes minutes)."""
+    fixture = ROOT / "tests" / "bookproof" / "verify_fixtures" / "book_good" / "book"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench_verify.py"),
+            "--incremental",
+            "--repeat",
+            "1",
+            "--manifest",
+            str(fixture / "textbook" / "book.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "ratio edited / full" in done.stdout, done.stdout
+    # The one chapter, edited, is the one that ran; its figures count.
+    assert "the cache re-ran the wrong chapters" not in done.stdout, done.stdout
+    assert "verifier exit statuses [0]" in done.stdout, done.stdout
