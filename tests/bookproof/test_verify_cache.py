@@ -118,6 +118,7 @@ def ran(report: dict[str, Any]) -> list[int]:
     return [entry["number"] for entry in report["chapters"] if entry["cache"] == "run"]
 
 
+@pytest.mark.slow  # several verifier runs each
 def test_only_an_edited_chapter_runs_again_and_a_hit_is_reported_as_cached(
     checkout: Path, book: Path, tmp_path: Path
 ) -> None:
@@ -142,6 +143,7 @@ def test_only_an_edited_chapter_runs_again_and_a_hit_is_reported_as_cached(
     assert output.splitlines()[-1].startswith("Summary: 1 chapter(s) verified, 1 hold")
 
 
+@pytest.mark.slow  # several verifier runs each
 @pytest.mark.parametrize(
     "touched", ["src/sovereign_agent/__init__.py", "uv.lock", "src/bookproof/verify/judge.py"]
 )
@@ -156,6 +158,7 @@ def test_a_change_to_the_runtime_the_lock_or_the_verifier_runs_every_chapter(
     assert ran(report) == [1, 2, 3]
 
 
+@pytest.mark.slow  # several verifier runs each
 def test_a_change_to_a_checkpoint_or_the_time_limit_runs_every_chapter(
     checkout: Path, book: Path, tmp_path: Path
 ) -> None:
@@ -170,6 +173,7 @@ def test_a_change_to_a_checkpoint_or_the_time_limit_runs_every_chapter(
     assert ran(report) == [1, 2, 3]
 
 
+@pytest.mark.slow  # several verifier runs each
 def test_no_cache_runs_everything_and_leaves_the_cache_alone(
     checkout: Path, book: Path, tmp_path: Path
 ) -> None:
@@ -188,6 +192,7 @@ def entry_file(cache: Path, number: int) -> Path:
     return found
 
 
+@pytest.mark.slow  # several verifier runs each
 def test_a_corrupted_or_forged_entry_is_ignored_with_a_warning_and_replaced(
     checkout: Path, book: Path, tmp_path: Path
 ) -> None:
