@@ -2,6 +2,7 @@
 
     uv run python scripts/bench_verify.py [--manifest PATH] [--repeat N]
     uv run python scripts/bench_verify.py --sweep [--repeat N]
+    uv run python scripts/bench_verify.py --incremental [--repeat N]
 
 Book mode. Baseline, per drafted chapter: its executed listings concatenated
 into one plain script and run once, its checkpoint run directly, its learner
@@ -28,6 +29,16 @@ cost and the marginal cost of each listing past the previous size; the cost
 is linear when the marginal costs agree and 3,200 listings cost about four
 times 800. Goal: 3,200 listings at most 4x the time of 800.
 
+Incremental mode (`--incremental`). Re-verification after an author edits one
+chapter, against a full run, in the same run: each round times `--textbook
+--no-cache` (every chapter afresh), then appends a sentence to one chapter
+(another each round, spread over the book) and times `--textbook` with a
+private cache, warmed beforehand: that chapter runs, every other is a cache
+hit. The chapter is restored right after its timed run (on Ctrl-C and SIGTERM
+too). The JSON report of each incremental run is
+checked: exactly the edited chapter ran, the rest were reported as cached.
+Goal: the median incremental run at most 0.2x the median full run.
+
 Exit status: 0 when the goal is met, 1 when it is missed (or the verifier did
 not pass the book it timed: the figures of a failing run mean nothing).
 """
@@ -37,6 +48,8 @@ from __future__ import annotations
 import argparse
 import ast
 import inspect
+import json
+import signal
 import statistics
 import subprocess
 import sys
@@ -130,7 +143,95 @@ def _verify(*arguments: str) -> tuple[float, int]:
 
 
 def _verifier(manifest: Path, jobs: int) -> tuple[float, int]:
-    return _verify("--textbook", "--manifest", str(manifest), "-j", str(jobs))
+    # Every chapter afresh: a cached verdict would time the cache, not the verifier.
+    return _verify("--textbook", "--no-cache", "--manifest", str(manifest), "-j", str(jobs))
+
+
+# Re-verifying after one chapter's edit, as a share of a full run (issue 31).
+INCREMENTAL_GOAL = 0.2
+
+
+def _timed(*arguments: str) -> tuple[float, int]:
+    script = REPO_ROOT / "scripts" / "verify_book_assets_v2.py"
+    started = time.perf_counter()
+    completed = subprocess.run(
+        [sys.executable, str(script), *arguments], cwd=REPO_ROOT, capture_output=True, check=False
+    )
+    return time.perf_counter() - started, completed.returncode
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (a timeout, a CI cancel) unwinds like Ctrl-C, so an edited chapter is restored."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def incremental(repeat: int, book: Path) -> bool:
+    """Time a full run against a run after one chapter's edit; whether the goal was met.
+
+    The edit is made to the chapter file itself (a copy of the checkout could
+    not verify chapter 14, whose sandbox imports the runtime from where the
+    environment installed it) and undone after each timed run, Ctrl-C and
+    SIGTERM included; the cache is a private temporary folder.
+    """
+    _stop_on_sigterm()
+    manifest = load_manifest(book)
+    drafted = [c for c in manifest.chapters if c.drafted and c.text is not None]
+    if not drafted:
+        print("nothing to time: no chapter is drafted")
+        return True
+    with tempfile.TemporaryDirectory() as folder:
+        cache, report = Path(folder) / "cache", Path(folder) / "report.json"
+        textbook = ("--textbook", "--manifest", str(manifest.path))
+        cached = (*textbook, "--cache-dir", str(cache), "--json", str(report))
+        # Untimed: warms the file and bytecode caches, and fills the verdict cache.
+        _timed(*cached)
+        full: list[float] = []
+        edited: list[float] = []
+        statuses: set[int] = set()
+        wrong: list[str] = []
+        step = max(1, len(drafted) // repeat)
+        for round_ in range(repeat):
+            seconds, status = _timed(*textbook, "--no-cache")
+            full.append(seconds)
+            statuses.add(status)
+            chapter = drafted[(round_ * step) % len(drafted)]
+            assert chapter.text is not None
+            original = chapter.text.read_bytes()
+            try:
+                with chapter.text.open("a", encoding="utf-8") as text:
+                    text.write(f"\nAn author's edit, round {round_ + 1}.\n")
+                seconds, status = _timed(*cached)
+            finally:
+                chapter.text.write_bytes(original)
+            edited.append(seconds)
+            statuses.add(status)
+            ran = [
+                entry["number"]
+                for entry in json.loads(report.read_text(encoding="utf-8"))["chapters"]
+                if entry["cache"] != "hit"
+            ]
+            if ran != [chapter.number]:
+                wrong.append(f"after editing chapter {chapter.number}, chapters {ran} ran")
+            print(f"round {round_ + 1}: edited chapter {chapter.number}: {seconds:.3f} s")
+            # The chapter is back as it was: cache it again, so that the next
+            # round's edit is the only change (untimed).
+            _timed(*cached)
+    f, e = statistics.median(full), statistics.median(edited)
+    print(f"runs per figure: {repeat} (medians); verifier exit statuses {sorted(statuses)}")
+    print(f"full run (--no-cache): {f:.3f} s")
+    print(f"after editing one chapter (cache): {e:.3f} s (slowest {max(edited):.3f} s)")
+    met = e / f <= INCREMENTAL_GOAL and statuses == {0} and not wrong
+    verdict = "met" if met else "MISSED"
+    print(f"ratio edited / full: {e / f:.2f} (goal <= {INCREMENTAL_GOAL:.2f}) {verdict}")
+    for problem in wrong:
+        print(f"the cache re-ran the wrong chapters: {problem}")
+    if statuses != {0}:
+        print("the verifier did not pass the book: these figures mean nothing")
+    return met
 
 
 SWEEP_SIZES = (200, 800, 3_200)
@@ -200,9 +301,18 @@ def main() -> int:
         action="store_true",
         help="time chapters of 200, 800 and 3,200 trivial listings instead of the book",
     )
+    parser.add_argument(
+        "--incremental",
+        action="store_true",
+        help="time re-verification after editing one chapter against a full run",
+    )
     arguments = parser.parse_args()
     if arguments.repeat < 1:
         parser.error("--repeat must be positive")
+    if arguments.sweep and arguments.incremental:
+        parser.error("give --sweep or --incremental, not both")
+    if arguments.incremental:
+        return 0 if incremental(arguments.repeat, arguments.manifest) else 1
     if arguments.sweep:
         return 0 if sweep(arguments.repeat) else 1
     manifest = load_manifest(arguments.manifest)

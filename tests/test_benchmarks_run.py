@@ -10,6 +10,7 @@ traceback, a usage error) is.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -57,3 +58,39 @@ def test_the_benchmark_runs_and_prints_its_figures(script: str, tmp_path: Path) 
 
 def test_every_benchmark_script_is_run_here() -> None:
     assert {path.name for path in (ROOT / "scripts").glob("bench_*.py")} == set(SMALLEST)
+
+
+def test_the_incremental_verification_benchmark_runs_and_prints_its_figures(
+    tmp_path: Path,
+) -> None:
+    """`bench_verify.py --incremental` on a copy of the one-chapter fixture book.
+
+    The book itself takes minutes; the benchmark edits the chapter it times (and
+    restores it), so it gets a private copy, never the repository's fixture.
+    """
+    book = tmp_path / "book_good"
+    shutil.copytree(ROOT / "tests" / "bookproof" / "verify_fixtures" / "book_good", book)
+    chapter = book / "book" / "textbook" / "ch01_counting_tubs.md"
+    before = chapter.read_bytes()
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench_verify.py"),
+            "--incremental",
+            "--repeat",
+            "1",
+            "--manifest",
+            str(book / "book" / "textbook" / "book.toml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode in (0, 1), done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "ratio edited / full" in done.stdout, done.stdout
+    # The one chapter, edited, is the one that ran; its figures count.
+    assert "the cache re-ran the wrong chapters" not in done.stdout, done.stdout
+    assert "verifier exit statuses [0]" in done.stdout, done.stdout
+    assert chapter.read_bytes() == before  # the edit was undone

@@ -38,10 +38,22 @@ def _run(
     )
 
 
+def fresh(arguments: tuple[str | Path, ...]) -> list[str]:
+    """The arguments, with `--no-cache` added to a `--textbook` run that names no cache.
+
+    Each test asks for a verification of its own: a verdict another test left in
+    the repository's cache must not answer it (tests of the cache name a folder).
+    """
+    words = [str(argument) for argument in arguments]
+    if "--textbook" in words and "--cache-dir" not in words and "--no-cache" not in words:
+        words.append("--no-cache")
+    return words
+
+
 def verify(
     *arguments: str | Path, cwd: Path = REPO, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return _run([sys.executable, str(SCRIPT), *map(str, arguments)], cwd=cwd, env=env)
+    return _run([sys.executable, str(SCRIPT), *fresh(arguments)], cwd=cwd, env=env)
 
 
 def verify_json(tmp_path: Path, *arguments: str | Path) -> tuple[int, dict[str, Any]]:
@@ -56,6 +68,6 @@ def verify_measured(
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any], int]:
     """The run, its JSON report, and the verifier's peak memory in KiB."""
     report, peak = tmp_path / "report.json", tmp_path / "peak-kib"
-    command = [sys.executable, "-c", _MEASURED, str(peak), str(SCRIPT), *map(str, arguments)]
+    command = [sys.executable, "-c", _MEASURED, str(peak), str(SCRIPT), *fresh(arguments)]
     completed = _run([*command, "--json", str(report)], env=env)
     return completed, json.loads(report.read_text(encoding="utf-8")), int(peak.read_text())

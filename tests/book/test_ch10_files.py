@@ -10,6 +10,7 @@ for every drafted chapter by tests/book/test_reader_files.py (its `FACTS` table)
 
 from __future__ import annotations
 
+import pytest
 from verifying import verify
 
 from bookproof.layout import REPO_ROOT
@@ -21,6 +22,10 @@ CHECKPOINT = TEXTBOOK / "checkpoints/profrod_sovereign_agent_ch10_durable_approv
 LEARNER = TEXTBOOK / "learner/profrod_sovereign_agent_ch10_durable_approvals_learner.py"
 
 
+# Verifying the chapter runs its 22 listings, checkpoint and learner import in
+# sandboxes (about 27 s on the shared machine): the full suite's, as chapters 9,
+# 11 and 12's own verifications are (CI also verifies the whole book first).
+@pytest.mark.slow
 def test_the_chapters_listings_print_their_blocks() -> None:
     result = verify(CHAPTER)
     assert result.returncode == 0, result.stdout + result.stderr

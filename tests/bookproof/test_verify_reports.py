@@ -89,6 +89,8 @@ def test_the_json_report_keeps_its_shape(tmp_path: Path) -> None:
     (chapter,) = document["chapters"]
     assert sorted(chapter) == [
         "blocks",
+        "cache",
+        "cached_from",
         "checkpoint",
         "coverage",
         "exercises",
@@ -115,10 +117,15 @@ def test_the_json_report_keeps_its_shape(tmp_path: Path) -> None:
         "message",
     ]
     assert sorted(document["summary"]) == [
+        "cached",
         "chapters",
         "failed",
         "held",
+        "listings_cached",
         "listings_passed",
         "listings_total",
         "planned",
     ]
+    # A chapter named on the command line is never looked up in the cache.
+    assert (chapter["cache"], chapter["cached_from"]) == ("run", None)
+    assert document["summary"]["cached"] == document["summary"]["listings_cached"] == 0

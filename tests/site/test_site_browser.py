@@ -281,6 +281,72 @@ def test_searching_for_a_term_of_chapter_2_finds_chapter_2(
         seen.page.close()
 
 
+def search_hits(page: Page) -> list[list[str | None]]:
+    """Each hit on the search page: its link's href, then its link into book.html (or None)."""
+    # Sphinx lists the hits one by one, then says how many it found.
+    page.wait_for_function(
+        "() => document.querySelector('#search-results .search-summary')"
+        "?.textContent.startsWith('Search finished')"
+    )
+    hits: list[list[str | None]] = page.eval_on_selector_all(
+        "#search-results ul.search > li",
+        """els => els.map(li => [
+            li.querySelector(':scope > a').getAttribute('href'),
+            li.querySelector('a.whole-book-hit')?.getAttribute('href') ?? null,
+        ])""",
+    )
+    return hits
+
+
+def test_a_search_hit_in_a_chapter_also_leads_to_its_place_in_the_one_page_book(
+    browser: BrowserContext, site_url: str
+) -> None:
+    """book.html is not indexed (each hit would come twice); each chapter hit links into it."""
+    chapter_2 = next(chapter for chapter in DRAFTED if chapter.number == 2)
+    assert chapter_2.text is not None
+    chapters = {page_path(chapter): chapter.number for chapter in DRAFTED}
+    heading = next(
+        line.removeprefix("## ").split(" ", 1)[1]
+        for line in chapter_2.text.read_text(encoding="utf-8").splitlines()
+        if line.startswith("## 2.1 ")
+    )
+    seen = visit(browser, site_url + "book.html")
+    try:
+        page = seen.page
+        # Searched from the one-page book, as its reader would: the section's title.
+        page.fill("form.sidebar-search-container input[name=q]", heading)
+        page.press("form.sidebar-search-container input[name=q]", "Enter")
+        hits = search_hits(page)
+        assert len({href for href, _ in hits}) == len(hits), "a hit is listed twice"
+        for href, whole_book in hits:
+            assert href is not None
+            chapter_page, _, fragment = href.partition("#")
+            number = chapters.get(chapter_page)
+            if number is None:  # the glossary, an exercise book: not in book.html
+                assert whole_book is None, href
+            else:
+                expected = f"ch{number}-{fragment}" if fragment else f"ch{number}"
+                assert whole_book == f"./book.html#{expected}", href
+        assert [page_path(chapter_2) + "#section-2-1", "./book.html#ch2-section-2-1"] in hits
+        page.click("#search-results a.whole-book-hit[href='./book.html#ch2-section-2-1']")
+        page.wait_for_load_state("load")
+        assert page.url == site_url + "book.html#ch2-section-2-1"
+        title = page.locator("#ch2 #ch2-section-2-1 > h2").inner_text()
+        assert title.removesuffix("¶").strip() == f"2.1 {heading}"
+        # A word of the text (not a title): the hit opens chapter 2 in book.html, where it is.
+        term = next(t.term for t in read_vocabulary(chapter_2.text) if t.term.isalpha())
+        page.goto(site_url + f"search.html?q={term}")
+        hits = search_hits(page)
+        assert [page_path(chapter_2), "./book.html#ch2"] in hits
+        page.click("#search-results a.whole-book-hit[href='./book.html#ch2']")
+        page.wait_for_load_state("load")
+        assert page.url == site_url + "book.html#ch2"
+        assert term.lower() in page.locator("#ch2").inner_text().lower()
+        assert seen.problems == []
+    finally:
+        seen.page.close()
+
+
 # --- what readers of mdBook and d2l reach for ---------------------------------------
 
 # The fences a reader copies: code to run or type, never what a program printed.

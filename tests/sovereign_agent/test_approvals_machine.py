@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from shop_store import PRICES, contents
+from strength import examples
 
 from sovereign_agent.approvals import (
     ApprovalRefused,
@@ -240,7 +241,7 @@ class ApprovalsMachine(RuleBasedStateMachine):
 
 
 ApprovalsMachine.TestCase.settings = settings(
-    max_examples=60,
+    max_examples=examples(60),
     stateful_step_count=25,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -28,6 +28,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from shop_store import PRICES, SHOP, contents, run_python, seeded_store
+from strength import examples
 from system_components import require_executable
 
 from bookproof.layout import REPO_ROOT
@@ -412,7 +413,7 @@ OBJECT_NAME = st.text(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(kind=st.sampled_from(["table", "index", "view", "trigger"]), name=OBJECT_NAME)
 def test_any_extra_object_is_refused_and_the_untouched_file_opens(kind: str, name: str) -> None:
     with tempfile.TemporaryDirectory() as folder:

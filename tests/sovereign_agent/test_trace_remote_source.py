@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from otlp_json import attributes, parse_otlp, spans_of
+from strength import examples
 
 from bookproof.layout import REPO_ROOT
 from sovereign_agent.loop import run_task
@@ -301,7 +302,9 @@ def test_a_recorded_remote_failure_is_repeated_from_the_trace(
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(source=st.text(min_size=1, max_size=40))
 def test_any_source_text_reaches_the_terminal_quoted_and_escaped(

@@ -160,6 +160,8 @@ def _run_verifier(
         sys.executable,
         str(VERIFIER),
         "--textbook",
+        # Every chapter afresh: the site dates its evidence to this run.
+        "--no-cache",
         "--manifest",
         str(manifest.path),
         "--json",

@@ -18,6 +18,7 @@ every page has been read.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
@@ -694,6 +695,27 @@ def _load_site(app: Sphinx) -> None:
     setattr(app.env, _SITE, site)
 
 
+def _whole_book_on_search_page(
+    app: Sphinx, pagename: str, templatename: str, context: dict[str, Any], doctree: Any
+) -> None:
+    """Give the search page each chapter page's number, to link its hits into book.html.
+
+    Searching finds each passage once, on its chapter's page; indexing book.html
+    as well would repeat every hit, and a hit on it would open at the top of the
+    whole book. So each hit on a chapter also offers the same place in the
+    one-page book (`book.js` writes that link; ids there carry `chN-`).
+    """
+    if pagename != "search":
+        return
+    site = _site(app.env)
+    pages = {
+        f"{chapter.docname}.html": chapter.number for chapter in site.chapters if chapter.docname
+    }
+    # Inline in a <script>: "<" escaped, so no file name can close the element.
+    data = json.dumps({"page": WHOLE_BOOK, "chapters": pages}).replace("<", "\\u003c")
+    app.add_js_file(None, body=f"window.BOOK_WHOLE_BOOK = {data};")
+
+
 def _purge(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
     targets = _targets(env)
     for key in [key for key, (doc, _anchor) in targets.items() if doc == docname]:
@@ -722,4 +744,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("env-merge-info", _merge)
     app.connect("env-check-consistency", _check_listing_counts)
     app.connect("doctree-resolved", _resolve_mentions)
+    app.connect("html-page-context", _whole_book_on_search_page)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

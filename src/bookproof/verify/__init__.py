@@ -16,6 +16,7 @@ The contract is the project's chapter format, `book/FORMAT.md`: fenced blocks
 - `figures`: a chapter's figures found, redrawn by their scripts, compared;
 - `judge`: what the runs did, as verdicts on each listing, checkpoint and learner file;
 - `verification`: scheduling the runs (-j N) and collecting the verdicts;
+- `cache`: the verdicts of chapters that held, reused while nothing they read changed;
 - `verdict`: the records the reports are made from;
 - `quoting`: long text quoted in a failure up to a bound;
 - `report`, `update`, `cli`: terminal/JSON/JUnit reports, --update, the command line.

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from bookproof.verify.cache import DEFAULT_CACHE_DIR, VerdictCache, shared_inputs_digest
 from bookproof.verify.chapter import ChapterError
 from bookproof.verify.environment import DEFAULT_MANIFEST, display_path
 from bookproof.verify.files import regular_file_problem, shown
@@ -81,7 +82,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--textbook",
         action="store_true",
-        help="verify every drafted chapter of the manifest",
+        help="verify every drafted chapter of the manifest; a chapter that held and whose "
+        "inputs are unchanged since is taken from the cache instead of run again (see "
+        "--no-cache)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run every chapter afresh, neither reading nor writing the cache (CI does). "
+        "The cache keeps, per chapter of --textbook, the verdict of a run in which it held; "
+        "it is used while the chapter's text and composed listings, its manifest entry, the "
+        "book folder's other files (checkpoints, learner files, figures, data), src/ (the "
+        "runtime and this verifier), scripts/, uv.lock, pyproject.toml, the interpreter, "
+        "--timeout and the isolation are all unchanged. A cached chapter is reported as "
+        "cached, never as verified in this run. Clear the cache by deleting its folder",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=DEFAULT_CACHE_DIR,
+        metavar="DIR",
+        help=f"where the cache lives (default: {display_path(DEFAULT_CACHE_DIR)}, ignored by git)",
     )
     parser.add_argument(
         "--manifest",
@@ -193,9 +214,16 @@ def run(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
     out = sys.stdout
+    cache_note = ""
+    if arguments.textbook:
+        cache_note = (
+            ", cache off"
+            if arguments.no_cache
+            else f", cache {display_path(arguments.cache_dir.resolve())}"
+        )
     print(
         f"verifying {len(targets)} chapter(s) (-j {arguments.jobs}, "
-        f"--timeout {arguments.timeout:g} s, isolation {isolation.mode})",
+        f"--timeout {arguments.timeout:g} s, isolation {isolation.mode}{cache_note})",
         file=out,
         flush=True,
     )
@@ -203,6 +231,11 @@ def run(argv: Sequence[str] | None = None) -> int:
     def on_done(verdict: ChapterVerdict) -> None:
         print(progress_line(verdict), file=out, flush=True)
 
+    cache = None
+    if arguments.textbook and not arguments.no_cache:
+        assert manifest is not None
+        shared = shared_inputs_digest(manifest, timeout=arguments.timeout, isolation=isolation.mode)
+        cache = VerdictCache(arguments.cache_dir, shared, manifest)
     try:
         results = verify_chapters(
             targets,
@@ -211,6 +244,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             isolation=isolation,
             on_done=on_done,
             manifest=manifest,
+            cache=cache,
         )
     except ChapterError as error:
         print(f"verify-book: error: {error}", file=sys.stderr)

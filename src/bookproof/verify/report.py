@@ -23,8 +23,14 @@ __all__ = [
 
 def progress_line(verdict: ChapterVerdict) -> str:
     """One line per chapter, printed as soon as the chapter is verified."""
-    state = "ok" if verdict.ok else "FAILED"
     label = f"ch{verdict.number:02d}" if verdict.number is not None else "-"
+    if verdict.cached:
+        return (
+            f"{label:<5} {'cached':<6} {verdict.display}: not run, unchanged since it held "
+            f"({verdict.cached_from}): {verdict.passed}/{len(verdict.blocks)} listings, "
+            f"checkpoint {verdict.checkpoint}, learner {verdict.learner}"
+        )
+    state = "ok" if verdict.ok else "FAILED"
     return (
         f"{label:<5} {state:<6} {verdict.display}: "
         f"{verdict.passed}/{len(verdict.blocks)} listings, checkpoint {verdict.checkpoint}, "
@@ -74,14 +80,19 @@ def construction_report(
                 lines.append(_row(verdict.number, verdict.title, "drafted", _columns(verdict)))
             else:
                 lines.append(f"   -  {verdict.display:<34}  {'file':<7}  {_columns(verdict)}")
-    held = sum(1 for v in verdicts if v.ok)
-    failed = len(verdicts) - held
-    passed = sum(v.passed for v in verdicts)
-    total = sum(len(v.blocks) for v in verdicts)
+    # A cached verdict is not a pass of this run: counted apart, never as verified.
+    fresh = [v for v in verdicts if not v.cached]
+    cached = [v for v in verdicts if v.cached]
+    held = sum(1 for v in fresh if v.ok)
+    failed = len(fresh) - held
+    passed = sum(v.passed for v in fresh)
+    total = sum(len(v.blocks) for v in fresh)
     summary = (
-        f"Summary: {len(verdicts)} chapter(s) verified, {held} hold, {failed} failed"
+        f"Summary: {len(fresh)} chapter(s) verified, {held} hold, {failed} failed"
+        f"{f', {len(cached)} cached (not run: unchanged since they held)' if cached else ''}"
         f"{f', {planned} planned (not verified)' if textbook and manifest else ''}; "
-        f"listings {passed}/{total} passed; "
+        f"listings {passed}/{total} passed"
+        f"{f' ({sum(len(v.blocks) for v in cached)} more cached)' if cached else ''}; "
         f"{'everything verified holds' if failed == 0 else 'FAILED'}"
     )
     # Before the summary, which stays the last line (scripts read it there).
@@ -91,7 +102,7 @@ def construction_report(
 
 
 def _columns(verdict: ChapterVerdict) -> str:
-    verdict_word = "holds" if verdict.ok else "FAILED"
+    verdict_word = "cached" if verdict.cached else "holds" if verdict.ok else "FAILED"
     return (
         f"listings {verdict.passed}/{len(verdict.blocks)}  checkpoint {verdict.checkpoint:<11}  "
         f"learner {verdict.learner:<6}  exercises {verdict.exercises:<7}  {verdict_word}"
@@ -163,6 +174,10 @@ def write_json(
                 "warnings": list(v.warnings),
                 "seconds": round(v.seconds, 3),
                 "isolation": v.isolation,
+                # "hit": not run now, unchanged since the run that ended at
+                # `cached_from` (its seconds are that run's); "run": verified now.
+                "cache": "hit" if v.cached else "run",
+                "cached_from": v.cached_from,
             }
             for v in by_path.values()
         ],
@@ -174,11 +189,14 @@ def write_json(
         },
         "summary": {
             "chapters": len(verdicts),
-            "held": sum(1 for v in verdicts if v.ok),
+            # Verified in this run; a cached chapter counts only under "cached".
+            "held": sum(1 for v in verdicts if v.ok and not v.cached),
             "failed": sum(1 for v in verdicts if not v.ok),
+            "cached": sum(1 for v in verdicts if v.cached),
             "planned": len(planned),
-            "listings_passed": sum(v.passed for v in verdicts),
-            "listings_total": sum(len(v.blocks) for v in verdicts),
+            "listings_passed": sum(v.passed for v in verdicts if not v.cached),
+            "listings_total": sum(len(v.blocks) for v in verdicts if not v.cached),
+            "listings_cached": sum(len(v.blocks) for v in verdicts if v.cached),
         },
     }
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
@@ -191,6 +209,12 @@ _NOT_XML = re.compile("[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]"
 
 def _xml(text: str) -> str:
     return _NOT_XML.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
+def _not_run(verdict: ChapterVerdict) -> str:
+    if verdict.cached:
+        return f"not run: cached, unchanged since it held ({verdict.cached_from})"
+    return "not run"
 
 
 def write_junit(path: Path, verdicts: Sequence[ChapterVerdict]) -> None:
@@ -225,9 +249,9 @@ def write_junit(path: Path, verdicts: Sequence[ChapterVerdict]) -> None:
             case = element(
                 suite, "testcase", classname=verdict.display, name=f"listing at line {block.line}"
             )
-            if block.status == "not-run":
+            if block.status == "not-run" or verdict.cached:
                 skipped += 1
-                element(case, "skipped", message="not run")
+                element(case, "skipped", message=_not_run(verdict))
                 continue
             for failure in by_line.get(block.line, []):
                 failures += 1
@@ -235,9 +259,9 @@ def write_junit(path: Path, verdicts: Sequence[ChapterVerdict]) -> None:
         for name, state in (("checkpoint", verdict.checkpoint), ("learner", verdict.learner)):
             tests += 1
             case = element(suite, "testcase", classname=verdict.display, name=name)
-            if state in ("not checked", "none"):
+            if state in ("not checked", "none") or verdict.cached:
                 skipped += 1
-                element(case, "skipped", message=state)
+                element(case, "skipped", message=_not_run(verdict) if verdict.cached else state)
         for failure in others:
             name = "learner" if failure.kind in ("learner", "drift") else "checkpoint"
             if failure.kind in ("exercises", "figure"):

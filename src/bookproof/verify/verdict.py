@@ -115,10 +115,17 @@ class ChapterVerdict:
     updated: tuple[str, ...] = field(default=())  # "file:line" of blocks --update rewrote
     # How its code ran: "bwrap" (a sandbox per run, see verify.isolation) or "none".
     isolation: str = "none"
+    # When the run that verified it ended (UTC, ISO 8601), for a verdict taken from
+    # the cache (`bookproof.verify.cache`); None for a chapter verified in this run.
+    cached_from: str | None = None
 
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    @property
+    def cached(self) -> bool:
+        return self.cached_from is not None
 
     @property
     def passed(self) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bookproof.verify.cache import CacheLookup, VerdictCache
 from bookproof.verify.chapter import Chapter, read_chapter
 from bookproof.verify.compose import compose_chapter
 from bookproof.verify.execute import (
@@ -83,6 +84,7 @@ def verify_chapters(
     isolation: Isolation,
     on_done: Callable[[ChapterVerdict], None],
     manifest: Manifest | None = None,
+    cache: VerdictCache | None = None,
 ) -> list[tuple[ChapterJob, ChapterVerdict]]:
     """Parse and verify every chapter; at most `parallel` child processes run at once.
 
@@ -93,8 +95,13 @@ def verify_chapters(
     parsed, so the parsing overlaps them. `on_done` is called once per
     chapter, as soon as its last run ends. Raises ChapterError or
     ChapterFormatError (after stopping every run) when a chapter is unusable.
+
+    With a `cache`, each chapter is parsed first and looked up: a hit is its
+    verdict (marked as cached, nothing of it runs); a miss runs as above, and
+    a verdict that holds is stored.
     """
     jobs: list[ChapterJob | None] = [None] * len(targets)
+    lookups: list[CacheLookup | None] = [None] * len(targets)
     verdicts: list[ChapterVerdict | None] = [None] * len(targets)
     errors: list[BaseException] = []
     problems: list[str] = []
@@ -116,6 +123,11 @@ def verify_chapters(
                 judge_chapter(job, listings, checkpoint, learner, seconds, figures),
                 isolation=isolation.mode,
             )
+            lookup = lookups[position]
+            if cache is not None and lookup is not None:
+                notes = [lookup.warning, cache.store(job, lookup.key, verdict)]
+                extra = tuple(note for note in notes if note is not None)
+                verdict = dataclasses.replace(verdict, warnings=(*verdict.warnings, *extra))
         except BaseException as error:  # a verifier defect must surface, never vanish
             with lock:
                 errors.append(error)
@@ -142,14 +154,32 @@ def verify_chapters(
     try:
         for position, (path, entry) in enumerate(targets):
             runs = _ChapterRuns()
-            if entry is not None and not problems:
-                assert entry.checkpoint is not None and entry.learner is not None
-                runs.checkpoint = pool.submit(run_checkpoint, entry.checkpoint, timeout, isolation)
-                runs.learner = pool.submit(import_learner, entry.learner, timeout, isolation)
+
+            def start_reader_files(
+                runs: _ChapterRuns = runs, entry: ManifestChapter | None = entry
+            ) -> None:
+                if entry is not None and not problems:
+                    assert entry.checkpoint is not None and entry.learner is not None
+                    runs.checkpoint = pool.submit(
+                        run_checkpoint, entry.checkpoint, timeout, isolation
+                    )
+                    runs.learner = pool.submit(import_learner, entry.learner, timeout, isolation)
+
+            if cache is None:
+                start_reader_files()  # before parsing, which then overlaps them
             chapter = compose_chapter(read_chapter(path), earlier_chapters(entry, manifest))
             figures = find_figures(path, chapter.text, entry.number if entry else None)
-            jobs[position] = ChapterJob(chapter=chapter, entry=entry, figures=tuple(figures))
+            parsed = ChapterJob(chapter=chapter, entry=entry, figures=tuple(figures))
+            jobs[position] = parsed
             problems.extend(chapter.problems)
+            if cache is not None and not problems:
+                lookup = lookups[position] = cache.lookup(parsed)
+                if lookup.verdict is not None:
+                    with lock:
+                        verdicts[position] = lookup.verdict
+                        on_done(lookup.verdict)
+                    continue  # unchanged since it held: nothing of it runs
+                start_reader_files()
             # After a format error nothing more is started: the run ends with
             # exit status 2 once every chapter's problems are known.
             if chapter.listings and not problems:

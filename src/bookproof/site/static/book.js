@@ -1,6 +1,8 @@
 /* The book's few behaviours in the browser, without any library or network:
-   a copy button on every block of code (never on what a program printed), and
-   printed output split into lines, so that a wrapped line indents its rest. */
+   a copy button on every block of code (never on what a program printed),
+   printed output split into lines, so that a wrapped line indents its rest,
+   and on the search page, each hit in a chapter also linked to the same place
+   in the one-page book. */
 "use strict";
 
 (function () {
@@ -93,6 +95,50 @@
     });
   }
 
+  // The search page lists each hit once, on its chapter's page (Sphinx indexes
+  // the chapters; book.html is written after it). A reader of the one-page
+  // book gets the same place there too: in book.html chapter N's ids carry
+  // "chN-", and a hit without an anchor opens at the chapter's start.
+  function wholeBookLink(hit, book, root) {
+    var link = hit.querySelector(":scope > a");
+    if (link === null || hit.querySelector("a.whole-book-hit") !== null) {
+      return;
+    }
+    var href = link.getAttribute("href") || "";
+    var hash = href.indexOf("#");
+    var page = hash < 0 ? href : href.slice(0, hash);
+    var anchor = hash < 0 ? "" : href.slice(hash + 1);
+    if (!Object.prototype.hasOwnProperty.call(book.chapters, page)) {
+      return; // the glossary, an exercise book: not in the one-page book
+    }
+    var chapter = "ch" + book.chapters[page];
+    var there = document.createElement("a");
+    there.className = "whole-book-hit";
+    there.href = root + book.page + "#" + (anchor ? chapter + "-" + anchor : chapter);
+    there.textContent = "in the whole book";
+    var note = document.createElement("span");
+    note.className = "whole-book-hit";
+    note.append(" (", there, ")");
+    link.after(note);
+  }
+
+  function linkHitsIntoWholeBook() {
+    var results = document.getElementById("search-results");
+    var book = window.BOOK_WHOLE_BOOK;
+    if (results === null || !book) {
+      return;
+    }
+    var root = document.documentElement.dataset.content_root || "";
+    function decorate() {
+      results.querySelectorAll("ul.search > li").forEach(function (hit) {
+        wholeBookLink(hit, book, root);
+      });
+    }
+    // Sphinx adds the hits one by one, after this script has run.
+    new MutationObserver(decorate).observe(results, { childList: true, subtree: true });
+    decorate();
+  }
+
   function start() {
     document.querySelectorAll("article div.highlight").forEach(function (highlight) {
       if (highlight.closest(NOT_CODE) === null) {
@@ -100,6 +146,7 @@
       }
     });
     document.querySelectorAll("article .listing-output div.highlight pre").forEach(splitLines);
+    linkHitsIntoWholeBook();
   }
 
   if (document.readyState === "loading") {
