@@ -1,8 +1,9 @@
 """Exercise Book 14 (running generated code): the starter, `code_answers.py`.
 
-This is chapter 14's learner file, unchanged, then the two exercises, then
-the grader's door. It runs, and does neither exercise yet: look for the
-parts marked `Exercise 1` and `Exercise 2`.
+This is chapter 14's learner file, unchanged, then the three exercises,
+then the grader's door. It runs, and does none of the exercises yet: look
+for the parts marked `Exercise 1`, `Exercise 2` and `Exercise 3` (Unit C,
+an open design task).
 
 Nothing in this file runs a program. `weekday_program` only writes one, as
 text; the grader runs it with `run_python`, in a sandbox of its own, over a
@@ -109,6 +110,24 @@ def read_answer(observation: dict[str, str]) -> dict[str, object]:
     """
     # Not written yet: every result refused.
     return {"ok": False, "reason": "not_written"}
+
+
+# --- Exercise 3 (Unit C, open design): what to do after a run ------------------------
+
+
+def next_step(attempts: list[dict[str, int | str]], budget: dict[str, int]) -> dict[str, int | str]:
+    """After the attempts so far at one question, Lucy's next step: run again, or stop.
+
+    `attempts` are the question's runs so far, in order, each
+    {"seconds": its time limit, "outcome": how it ended}: "answered" or
+    "unreadable_output" for a printed run (Unit B's reading), otherwise
+    run_python's outcome. `budget` is Lucy's, {"attempts": at most this many
+    runs, "seconds": at most this many seconds given to all runs together}.
+    Answer {"run": whole seconds} for the next run's time limit, or
+    {"stop": reason}: the last attempt's outcome, or "no_budget" when the
+    budget cannot pay for a first run.
+    """
+    raise NotImplementedError("Exercise 3: write next_step")
 
 
 # --- The grader's door: plain JSON in, plain JSON out. Leave it as it is. ------------

@@ -1,6 +1,6 @@
-"""Solutions 14: `code_answers.py`, both exercises done.
+"""Solutions 14: `code_answers.py`, all three exercises done.
 
-Chapter 14's learner file unchanged, then the two exercises, then the
+Chapter 14's learner file unchanged, then the three exercises, then the
 grader's door (as in the starter).
 """
 
@@ -132,6 +132,48 @@ def read_answer(observation: dict[str, str]) -> dict[str, object]:
     if answer.sku not in SHOP_SKUS:
         return {"ok": False, "reason": "unreadable_output"}
     return {"ok": True, "sku": answer.sku, "tubs": answer.tubs}
+
+
+# --- Exercise 3 (Unit C, open design): what to do after a run ------------------------
+
+# Chapter 14's time limit (CodeLimits().seconds), in whole seconds.
+FIRST_SECONDS = 5
+
+
+def next_step(attempts: list[dict[str, int | str]], budget: dict[str, int]) -> dict[str, int | str]:
+    """After the attempts so far at one question, Lucy's next step: run again, or stop.
+
+    `attempts` are the question's runs so far, in order, each
+    {"seconds": its time limit, "outcome": how it ended}: "answered" or
+    "unreadable_output" for a printed run (Unit B's reading), otherwise
+    run_python's outcome. `budget` is Lucy's, {"attempts": at most this many
+    runs, "seconds": at most this many seconds given to all runs together}.
+    Answer {"run": whole seconds} for the next run's time limit, or
+    {"stop": reason}: the last attempt's outcome, or "no_budget" when the
+    budget cannot pay for a first run.
+
+    The design: only a timeout is worth another run, since the same program
+    over the same file ends every other way again, and the memory, file and
+    output limits are not Lucy's to raise. A timeout is tried again with
+    twice the time, or all the budget has left if that is less, but only if
+    that is more than the last run had: the same time again would end the
+    same way.
+    """
+    attempts_left = budget["attempts"] - len(attempts)
+    seconds_left = budget["seconds"] - sum(int(run["seconds"]) for run in attempts)
+    if not attempts:
+        # The chapter's time limit for a first run, or all the budget if it is less.
+        if attempts_left < 1 or seconds_left < 1:
+            return {"stop": "no_budget"}
+        return {"run": min(FIRST_SECONDS, seconds_left)}
+    last = attempts[-1]
+    outcome, seconds = str(last["outcome"]), int(last["seconds"])
+    if outcome != "time_limit":
+        return {"stop": outcome}
+    more = min(2 * seconds, seconds_left)
+    if attempts_left < 1 or more <= seconds:
+        return {"stop": "time_limit"}
+    return {"run": more}
 
 
 # --- The grader's door: plain JSON in, plain JSON out. Leave it as it is. ------------

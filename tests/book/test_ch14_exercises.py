@@ -1,6 +1,7 @@
 """Exercise Book 14: graded through the real grader, each typical mistake loses exactly its checks,
 a hostile program is stopped by the grader's own sandbox, the grader's door answers plain JSON, and
-the notebooks' cells show the exercises done.
+the notebooks' cells show the exercises done. Unit C's open design task is judged by behaviour:
+three wrong designs each lose the one rule they break.
 
 Every program is run for real: by the grader, with `run_python`, in a bubblewrap sandbox of its
 own; a learner's module only ever hands over text.
@@ -32,6 +33,11 @@ UNIT_B = {
     "ex2_reads_a_clean_answer",
     "ex2_refuses_what_did_not_finish",
     "ex2_refuses_unreadable_output",
+}
+UNIT_C = {
+    "ex3_stops_what_a_retry_cannot_fix",
+    "ex3_more_time_for_a_timeout",
+    "ex3_within_the_budget",
 }
 
 BEST = "best = min(totals, key=lambda sku: (-totals[sku], sku))"
@@ -80,6 +86,21 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
         ],
         {"ex2_refuses_unreadable_output"},
     ),
+    # Unit C: every outcome but an answer run again, while the budget lasts.
+    "retries_everything": (
+        [('    if outcome != "time_limit":', '    if outcome == "answered":')],
+        {"ex3_stops_what_a_retry_cannot_fix"},
+    ),
+    # Unit C: a timeout ends the question, with budget to spare.
+    "never_retries_a_timeout": (
+        [("    more = min(2 * seconds, seconds_left)", "    more = seconds")],
+        {"ex3_more_time_for_a_timeout"},
+    ),
+    # Unit C: twice the time, whatever the budget has left.
+    "budget_forgotten": (
+        [("    more = min(2 * seconds, seconds_left)", "    more = 2 * seconds")],
+        {"ex3_within_the_budget"},
+    ),
 }
 
 
@@ -116,7 +137,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:
     # The ids are the gradebook's columns: written out here, a renamed one is seen.
-    assert {check.id for check in load_book(14).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B
+    assert {check.id for check in load_book(14).checks} == CHAPTER_CHECKS | UNIT_A | UNIT_B | UNIT_C
 
 
 def test_the_solution_earns_full_marks(report: dict[str, Graded]) -> None:
@@ -129,7 +150,7 @@ def test_the_untouched_starter_earns_its_baseline_and_no_exercise_point(
     starter = report["starter"]
     assert starter.baseline == (3, 3)
     assert starter.exercises[0] == 0
-    assert starter.failed == UNIT_A | UNIT_B
+    assert starter.failed == UNIT_A | UNIT_B | UNIT_C
 
 
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
@@ -160,6 +181,18 @@ def test_a_hostile_program_is_run_on_the_graders_terms_and_earns_nothing(
     assert HOSTILE[hostile][1] in _feedback(graded, "ex1_weekday_program")
 
 
+def test_unit_c_feedback_names_the_section_and_the_behaviour_never_the_code(
+    report: dict[str, Graded],
+) -> None:
+    said = _feedback(report["retries_everything"], "ex3_stops_what_a_retry_cannot_fix")
+    assert "Chapter 14, '14.5 Seven hostile programs' (Exercise Book 14, Unit C)" in said
+    assert "the plan should stop with" in said
+    # Behaviour only: no line of the learner's code comes back.
+    assert "outcome ==" not in said and "def " not in said
+    over = _feedback(report["budget_forgotten"], "ex3_within_the_budget")
+    assert "should stop time_limit" in over
+
+
 def load(text: str, tmp_path: Path) -> ModuleType:
     return load_module(text, tmp_path, "book14", "code_answers")
 
@@ -182,6 +215,9 @@ def test_the_grader_door_answers_in_plain_json(tmp_path: Path) -> None:
         "ok": False,
         "reason": "killed",
     }
+    history = [{"seconds": 5, "outcome": "time_limit"}]
+    step = answers.next_step(history, {"attempts": 3, "seconds": 30})
+    assert json.loads(json.dumps(step)) == step == {"run": 10}
 
 
 def test_a_weekday_with_a_quote_stays_a_string_in_the_program(tmp_path: Path) -> None:
@@ -220,3 +256,36 @@ def test_the_check_cells_show_the_exercises_done_with_the_solution(
     lines = check_cell_lines(tmp_path, BOOK, "code_answers.py", SOLUTION, unit)
     for line in with_the_solution:
         assert line in lines, line
+
+
+UNIT_C_PLAYED = [
+    "a program that needs 12 s, then ends answered:",
+    "  run for 5 s: time_limit",
+    "  run for 10 s: time_limit",
+    "  run for 15 s: answered",
+    "  stop: answered",
+    "a program that needs 40 s, then ends answered:",
+    "  run for 5 s: time_limit",
+    "  run for 10 s: time_limit",
+    "  run for 15 s: time_limit",
+    "  stop: time_limit",
+    "a program that needs 1 s, then ends raised:",
+    "  run for 5 s: raised",
+    "  stop: raised",
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "printed"),
+    [(SOLUTION, UNIT_C_PLAYED), (STARTER, ["not yet: Exercise 3: write next_step"])],
+    ids=["solution", "starter"],
+)
+def test_unit_cs_questions_play_out_with_the_solution_and_not_yet_with_the_starter(
+    tmp_path: Path, text: str, printed: list[str]
+) -> None:
+    lines = check_cell_lines(tmp_path, BOOK, "code_answers.py", text, "unit_c")
+    if text is SOLUTION:
+        # The whole of what the questions print, in order: a stop is where a question ends.
+        assert lines == printed
+    for line in printed:
+        assert line in lines, (line, lines)

@@ -14,6 +14,11 @@ JSON. Two kinds of answer come back through it:
   `read_answer`), judged on results the grader made up, planted secret
   included.
 
+Unit C's open design task, `next_step` (exercise 3), hands over no program:
+it is a plan, and the grader judges it by behaviour only, asking it step by
+step about questions it simulates (a program needing some seconds, then
+ending some named way) and checking each step against Lucy's budget.
+
 What each check expects is worked out in `common`, from the invented file,
 never from the book's code.
 """
@@ -25,7 +30,7 @@ import importlib
 from bookproof.grade.books.book14.common import BOOK
 
 # Each part declares its checks as it is imported: this order is the report's.
-for _part in ("chapter", "programs", "answers"):
+for _part in ("chapter", "programs", "answers", "plans"):
     importlib.import_module(f"{__name__}.{_part}")
 
 __all__ = ["BOOK"]

@@ -31,6 +31,7 @@ S_ANSWERS = BOOK.section("14.4 The model's code answers Lucy")
 S_CANNOT = BOOK.section("14.6 What the boundary cannot prevent")
 S_UNIT_A = BOOK.section("14.10 Exercises") + " (Exercise Book 14, Unit A)"
 S_UNIT_B = BOOK.section("14.10 Exercises") + " (Exercise Book 14, Unit B)"
+S_OUTCOMES = BOOK.section("14.5 Seven hostile programs") + " (Exercise Book 14, Unit C)"
 
 # The grader's terms for every program it runs: the runtime's defaults, which
 # a submission can neither see nor change.
