@@ -126,29 +126,33 @@ def reached_from(graph: Graph, start: str) -> set[str]:
     return seen
 
 
-GRAPH = import_graph(SRC, PACKAGES)
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    """The repository's import graph, read once by the worker that runs these tests
+    (at module level, every worker of `-n 2` would read it while collecting)."""
+    return import_graph(SRC, PACKAGES)
 
 
-def test_the_walk_sees_both_packages_and_the_loops_own_imports() -> None:
+def test_the_walk_sees_both_packages_and_the_loops_own_imports(graph: Graph) -> None:
     # Guards the walk itself: a wrong root or a broken reader would find no cycle in nothing.
-    assert "sovereign_agent.loop" in GRAPH and "bookproof.verify" in GRAPH
-    assert {"sovereign_agent.tools", "sovereign_agent.trace.recorder"} <= GRAPH[
+    assert "sovereign_agent.loop" in graph and "bookproof.verify" in graph
+    assert {"sovereign_agent.tools", "sovereign_agent.trace.recorder"} <= graph[
         "sovereign_agent.loop"
     ]
 
 
-def test_no_module_of_either_package_imports_itself_back() -> None:
-    assert cycles(GRAPH) == []
+def test_no_module_of_either_package_imports_itself_back(graph: Graph) -> None:
+    assert cycles(graph) == []
 
 
-def test_the_runtime_never_imports_the_tooling() -> None:
+def test_the_runtime_never_imports_the_tooling(graph: Graph) -> None:
     # The runtime a learner installs holds no bookproof; an import of it would
     # fail on their machine, or pull the tooling's dependencies in.
-    runtime = {name for name in GRAPH if name.split(".")[0] == "sovereign_agent"}
+    runtime = {name for name in graph if name.split(".")[0] == "sovereign_agent"}
     reaching = sorted(
         f"{name} -> {target}"
         for name in runtime
-        for target in GRAPH[name]
+        for target in graph[name]
         if target.split(".")[0] == "bookproof"
     )
     assert reaching == []
@@ -171,16 +175,16 @@ def test_the_runtime_names_no_tooling_module_in_any_import() -> None:
     assert offenders == []
 
 
-def test_replay_sits_above_the_loop_and_the_recorder_below_it() -> None:
+def test_replay_sits_above_the_loop_and_the_recorder_below_it(graph: Graph) -> None:
     # The trace package holds both sides of the loop: its format and recorder,
     # which the loop tells what happens, and the replay, which runs the loop.
-    loop = reached_from(GRAPH, "sovereign_agent.loop")
+    loop = reached_from(graph, "sovereign_agent.loop")
     assert "sovereign_agent.trace.recorder" in loop
-    assert "sovereign_agent.loop" in GRAPH["sovereign_agent.trace.replay"]
+    assert "sovereign_agent.loop" in graph["sovereign_agent.trace.replay"]
     assert "sovereign_agent.trace.replay" not in loop
     # `import sovereign_agent.trace` (what the loop's import of the recorder
     # runs first) must never start the replay, or the loop would import itself.
-    assert "sovereign_agent.trace.replay" not in reached_from(GRAPH, "sovereign_agent.trace")
+    assert "sovereign_agent.trace.replay" not in reached_from(graph, "sovereign_agent.trace")
 
 
 def plant(root: Path, files: Mapping[str, str]) -> None:

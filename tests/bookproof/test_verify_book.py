@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from verifying import verify, verify_json
 
 FIXTURES = Path(__file__).resolve().parent / "verify_fixtures"
@@ -21,8 +25,38 @@ def verdicts(report: dict[str, Any]) -> dict[int, Any]:
     }
 
 
-def test_a_book_where_everything_holds_exits_0_and_reports_each_chapter() -> None:
-    completed = verify("--textbook", "--manifest", GOOD)
+@dataclass(frozen=True)
+class Run:
+    """One verification of a fixture book: what it printed, and the reports it wrote."""
+
+    completed: subprocess.CompletedProcess[str]
+    report: dict[str, Any]
+    junit: Path
+
+
+def verified(folder: Path, manifest: Path, *options: str) -> Run:
+    report, junit = folder / "report.json", folder / "report.xml"
+    completed = verify(
+        "--textbook", "--manifest", manifest, *options, "--json", report, "--junit", junit
+    )
+    return Run(completed, json.loads(report.read_text(encoding="utf-8")), junit)
+
+
+# Each book is verified once (with -j 1, the default) and the tests below read
+# what that one run printed and reported: a run takes seconds, and every test
+# asks it a different question.
+@pytest.fixture(scope="module")
+def good(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return verified(tmp_path_factory.mktemp("good"), GOOD)
+
+
+@pytest.fixture(scope="module")
+def faults(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    return verified(tmp_path_factory.mktemp("faults"), FAULTS)
+
+
+def test_a_book_where_everything_holds_exits_0_and_reports_each_chapter(good: Run) -> None:
+    completed = good.completed
     assert completed.returncode == 0, completed.stdout
     lines = completed.stdout.splitlines()
     assert any(line.startswith("ch01  ok") for line in lines)
@@ -34,9 +68,9 @@ def test_a_book_where_everything_holds_exits_0_and_reports_each_chapter() -> Non
     assert lines[-1].startswith("Summary: 1 chapter(s) verified, 1 hold, 0 failed, 1 planned")
 
 
-def test_each_fault_of_the_faulty_book_is_found(tmp_path: Path) -> None:
-    status, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
-    assert status == 1
+def test_each_fault_of_the_faulty_book_is_found(faults: Run) -> None:
+    report = faults.report
+    assert faults.completed.returncode == 1
     chapters = verdicts(report)
     assert sorted(chapters) == [1, 2, 3, 4, 5]
     assert report["planned"] == [{"number": 6, "title": "Still planned", "status": "planned"}]
@@ -61,9 +95,9 @@ def test_each_fault_of_the_faulty_book_is_found(tmp_path: Path) -> None:
 
 
 def test_checkpoint_code_that_drifts_from_its_listing_fails_though_its_output_matches(
-    tmp_path: Path,
+    faults: Run,
 ) -> None:
-    _, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
+    report = faults.report
     (failure,) = verdicts(report)[5]["failures"]
     assert failure["file"].endswith("fixture_ch05_checkpoint.py")
     assert "`replenishment_need` differs from every listing that defines it" in failure["message"]
@@ -73,22 +107,22 @@ def test_checkpoint_code_that_drifts_from_its_listing_fails_though_its_output_ma
     assert "main" not in failure["message"]
 
 
-def test_a_drifting_checkpoint_shows_a_diff(tmp_path: Path) -> None:
-    _, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
+def test_a_drifting_checkpoint_shows_a_diff(faults: Run) -> None:
+    report = faults.report
     detail = verdicts(report)[1]["failures"][0]["detail"]
     assert "-vanilla needs 6\n+vanilla needs 7" in detail
 
 
-def test_a_learner_file_that_prints_on_import_fails(tmp_path: Path) -> None:
-    _, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
+def test_a_learner_file_that_prints_on_import_fails(faults: Run) -> None:
+    report = faults.report
     failure = verdicts(report)[2]["failures"][0]
     assert failure["file"].endswith("fixture_ch02_learner.py")
     assert "printed output" in failure["message"]
     assert "importing the learner file" in failure["detail"]
 
 
-def test_a_learner_definition_that_drifts_names_it_and_shows_a_diff(tmp_path: Path) -> None:
-    _, report = verify_json(tmp_path, "--textbook", "--manifest", FAULTS)
+def test_a_learner_definition_that_drifts_names_it_and_shows_a_diff(faults: Run) -> None:
+    report = faults.report
     changed, unknown = verdicts(report)[3]["failures"]
     assert "`replenishment_need` differs from every listing" in changed["message"]
     assert "-    return max(0, reorder_point - on_hand)" in changed["detail"]
@@ -96,23 +130,20 @@ def test_a_learner_definition_that_drifts_names_it_and_shows_a_diff(tmp_path: Pa
     assert "`Freezer` is defined in the learner file but in no listing" in unknown["message"]
 
 
-def test_two_jobs_give_the_same_verdicts_as_one(tmp_path: Path) -> None:
-    (tmp_path / "one").mkdir()
-    (tmp_path / "two").mkdir()
-    status_one, one = verify_json(tmp_path / "one", "--textbook", "--manifest", FAULTS, "-j", "1")
-    status_two, two = verify_json(tmp_path / "two", "--textbook", "--manifest", FAULTS, "-j", "2")
-    assert status_one == status_two == 1
-    assert verdicts(one) == verdicts(two)
-    good_one = verify("--textbook", "--manifest", GOOD, "-j", "1")
-    good_two = verify("--textbook", "--manifest", GOOD, "-j", "2")
-    assert good_one.returncode == good_two.returncode == 0
+def test_two_jobs_give_the_same_verdicts_as_one(tmp_path: Path, faults: Run, good: Run) -> None:
+    (tmp_path / "faults").mkdir()
+    (tmp_path / "good").mkdir()
+    two = verified(tmp_path / "faults", FAULTS, "-j", "2")
+    assert faults.completed.returncode == two.completed.returncode == 1
+    assert verdicts(faults.report) == verdicts(two.report)
+    good_two = verified(tmp_path / "good", GOOD, "-j", "2")
+    assert good.completed.returncode == good_two.completed.returncode == 0
+    assert verdicts(good.report) == verdicts(good_two.report)
 
 
-def test_the_junit_report_parses_and_counts_failures(tmp_path: Path) -> None:
-    junit = tmp_path / "report.xml"
-    completed = verify("--textbook", "--manifest", FAULTS, "--junit", junit)
-    assert completed.returncode == 1
-    root = ElementTree.parse(junit).getroot()
+def test_the_junit_report_parses_and_counts_failures(faults: Run) -> None:
+    assert faults.completed.returncode == 1
+    root = ElementTree.parse(faults.junit).getroot()
     assert root.tag == "testsuites"
     suites = root.findall("testsuite")
     assert len(suites) == 5

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -62,14 +63,26 @@ def draw(folder: Path, *names: str, check: bool = False) -> subprocess.Completed
     )
 
 
-@pytest.fixture
-def book(tmp_path: Path) -> Path:
-    """A chapter outside the manifest whose one figure is drawn and committed."""
-    figures = tmp_path / "figures"
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The figure's folder, drawn once by the real script: each test gets a copy.
+
+    Drawing starts matplotlib in a fresh process, a second or more; the copy is
+    the same bytes the drawing wrote.
+    """
+    figures = tmp_path_factory.mktemp("drawn") / "figures"
     figures.mkdir()
     (figures / "bars.py").write_text(FIGURE_SCRIPT, encoding="utf-8")
     (figures / "counts.txt").write_text("2 5 3\n", encoding="utf-8")
-    assert draw(figures, "bars").returncode == 0
+    completed = draw(figures, "bars")
+    assert completed.returncode == 0, completed.stderr
+    return figures
+
+
+@pytest.fixture
+def book(tmp_path: Path, drawn: Path) -> Path:
+    """A chapter outside the manifest whose one figure is drawn and committed."""
+    shutil.copytree(drawn, tmp_path / "figures")
     chapter = tmp_path / "chapter.md"
     chapter.write_text(CHAPTER, encoding="utf-8")
     return chapter
@@ -132,25 +145,48 @@ def test_check_mode_writes_nothing_and_exits_1_on_a_stale_figure(book: Path) -> 
     assert (figures / "bars.svg").read_bytes() == before
 
 
-def _render_in_a_fresh_process(script: Path, seed: str) -> bytes:
-    code = "import sys; from bookproof.figures.render import render_svg; "
-    code += "sys.stdout.buffer.write(render_svg(__import__('pathlib').Path(sys.argv[1])))"
+BOOK_FIGURES = ["ch03_one_run", "ch05_schema", "ch06_tub_flows"]
+
+
+def _render_in_a_fresh_process(names: list[str], seed: str, out: Path) -> dict[str, bytes]:
+    """Each named book figure rendered, in this order, by one new interpreter."""
+    out.mkdir()
+    code = "import sys; from pathlib import Path; from bookproof.figures.render import render_svg\n"
+    code += "for script in map(Path, sys.argv[2:]):\n"
+    code += "    (Path(sys.argv[1]) / f'{script.stem}.svg').write_bytes(render_svg(script))\n"
+    scripts = [str(REPO / "book" / "textbook" / "figures" / f"{name}.py") for name in names]
     env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(REPO / "src")}
-    return subprocess.run(
-        [sys.executable, "-c", code, str(script)],
+    subprocess.run(
+        [sys.executable, "-c", code, str(out), *scripts],
         capture_output=True,
         check=True,
         timeout=120,
         env=env,
         cwd=REPO,
-    ).stdout
+    )
+    return {name: (out / f"{name}.svg").read_bytes() for name in names}
 
 
-@pytest.mark.parametrize("name", ["ch03_one_run", "ch05_schema", "ch06_tub_flows"])
-def test_each_book_figure_is_drawn_byte_for_byte_the_same_every_time(name: str) -> None:
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """Every book figure drawn twice, by two interpreters with different hash seeds.
+
+    One process per seed draws all of them (matplotlib starts once, not once per
+    figure), the second in the reverse order: a figure whose bytes depended on
+    what was drawn before it in the same process would differ.
+    """
+    folder = tmp_path_factory.mktemp("renders")
+    first = _render_in_a_fresh_process(BOOK_FIGURES, "1", folder / "first")
+    second = _render_in_a_fresh_process(BOOK_FIGURES[::-1], "2", folder / "second")
+    return first, second
+
+
+@pytest.mark.parametrize("name", BOOK_FIGURES)
+def test_each_book_figure_is_drawn_byte_for_byte_the_same_every_time(
+    name: str, renders: tuple[dict[str, bytes], dict[str, bytes]]
+) -> None:
     script = REPO / "book" / "textbook" / "figures" / f"{name}.py"
-    first = _render_in_a_fresh_process(script, "1")
-    second = _render_in_a_fresh_process(script, "2")
+    first, second = renders[0][name], renders[1][name]
     assert first == second
     assert first == script.with_suffix(".svg").read_bytes()
     # Nothing in it says when or with which version it was drawn.

@@ -246,7 +246,7 @@ def test_a_listing_writing_to_stderr_without_end_still_meets_its_time_limit(
         '# Noise\n\n```python\nimport sys\n\nwhile True:\n    sys.stderr.write("noise\\n")\n```\n',
         encoding="utf-8",
     )
-    completed, report, peak_kib = verify_measured(tmp_path, chapter, "--timeout", "2")
+    completed, report, peak_kib = verify_measured(tmp_path, chapter, "--timeout", "1")
     assert completed.returncode == 1
     assert peak_kib < MEMORY_BOUND_KIB
     assert failures(report["chapters"][0]) == [(3, "timeout")]

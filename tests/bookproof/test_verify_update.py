@@ -185,8 +185,12 @@ def test_a_checkpoint_output_holding_dots_is_written_as_it_is_compared_exactly(
         encoding="utf-8",
     )
     manifest = book / "book" / "textbook" / "book.toml"
+    # Chapter 1 alone: the other chapters' faults (and their runs) are not this test's.
+    first, _later = manifest.read_text(encoding="utf-8").split("\n[[chapters]]\nnumber = 2\n")
+    manifest.write_text(first, encoding="utf-8")
     chapter = book / "book" / "textbook" / "ch01_checkpoint_drifts.md"
-    verify("--textbook", "--manifest", manifest, "--update")
+    completed = verify("--textbook", "--manifest", manifest, "--update")
+    assert completed.returncode == 0, completed.stdout
     assert "vanilla needs... 7" in chapter.read_text(encoding="utf-8")
 
 

@@ -41,7 +41,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bookproof.verify.environment import REPO_ROOT, display_path, python_executable
+from bookproof.verify.environment import (
+    DEFAULT_CACHE_DIR,
+    REPO_ROOT,
+    display_path,
+    python_executable,
+)
 from bookproof.verify.judge import ChapterJob
 from bookproof.verify.manifest import Manifest
 from bookproof.verify.verdict import BlockVerdict, ChapterVerdict, Coverage
@@ -56,7 +61,6 @@ __all__ = [
 
 # Bumped whenever what a key covers or an entry holds changes: old entries then miss.
 CACHE_FORMAT: Literal[1] = 1
-DEFAULT_CACHE_DIR = REPO_ROOT / "build" / "verify-cache"
 # An honest entry is a few KiB per hundred listings; anything far larger is not ours.
 MAX_ENTRY_BYTES = 4 * 1024 * 1024
 # Folders of generated files that no verdict depends on.

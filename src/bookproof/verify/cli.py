@@ -17,9 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bookproof.verify.cache import DEFAULT_CACHE_DIR, VerdictCache, shared_inputs_digest
 from bookproof.verify.chapter import ChapterError
-from bookproof.verify.environment import DEFAULT_MANIFEST, display_path
+from bookproof.verify.environment import DEFAULT_CACHE_DIR, DEFAULT_MANIFEST, display_path
 from bookproof.verify.files import regular_file_problem, shown
 from bookproof.verify.isolation import CHOICES, Isolation, IsolationUnavailable, choose_isolation
 from bookproof.verify.manifest import Manifest, ManifestChapter, ManifestError, load_manifest
@@ -233,6 +232,10 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     cache = None
     if arguments.textbook and not arguments.no_cache:
+        # Imported here: the cache validates its entries with pydantic, whose import
+        # would more than double the start-up of every run that does not use it.
+        from bookproof.verify.cache import VerdictCache, shared_inputs_digest
+
         assert manifest is not None
         shared = shared_inputs_digest(manifest, timeout=arguments.timeout, isolation=isolation.mode)
         cache = VerdictCache(arguments.cache_dir, shared, manifest)

@@ -10,6 +10,7 @@ from pathlib import Path
 from bookproof.layout import DEFAULT_MANIFEST, REPO_ROOT
 
 __all__ = [
+    "DEFAULT_CACHE_DIR",
     "DEFAULT_MANIFEST",
     "REPO_ROOT",
     "SRC_DIR",
@@ -22,6 +23,8 @@ __all__ = [
 # it), never the caller's working directory nor the chapter's folder: a
 # chapter verified from anywhere sees the same files.
 SRC_DIR = REPO_ROOT / "src"
+# Where `--textbook` keeps the verdicts of chapters that held (ignored by git).
+DEFAULT_CACHE_DIR = REPO_ROOT / "build" / "verify-cache"
 
 # Variables that would let a listing reach a real model, or make its output
 # depend on the machine. The book is verified offline and identically everywhere.

@@ -8,9 +8,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bookproof.verify.cache import CacheLookup, VerdictCache
 from bookproof.verify.chapter import Chapter, read_chapter
 from bookproof.verify.compose import compose_chapter
 from bookproof.verify.execute import (
@@ -26,6 +25,11 @@ from bookproof.verify.isolation import Isolation
 from bookproof.verify.judge import ChapterJob, judge_chapter
 from bookproof.verify.manifest import Manifest, ManifestChapter
 from bookproof.verify.verdict import ChapterVerdict
+
+if TYPE_CHECKING:
+    # Only a caller that uses the cache imports it (and the pydantic it validates
+    # entries with): a run of named chapters or `--no-cache` starts without both.
+    from bookproof.verify.cache import CacheLookup, VerdictCache
 
 __all__ = ["ChapterFormatError", "ChapterJob", "verify_chapters"]
 
