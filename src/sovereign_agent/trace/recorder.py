@@ -37,7 +37,7 @@ from typing import Any, Protocol
 import pydantic_core
 
 from sovereign_agent.models import AssistantToolCall, Message, ModelClient, ModelReply
-from sovereign_agent.redaction import MIN_END, MIN_FRAGMENT, fold_case, secret_pieces
+from sovereign_agent.redaction import MIN_FRAGMENT, piece_search, secret_pieces
 from sovereign_agent.redaction import redact as redact_text
 from sovereign_agent.tools import Dispatcher, Narrowing, ToolOutcome
 from sovereign_agent.trace.format import FORMAT_VERSION, schema_fingerprint
@@ -171,38 +171,30 @@ def _spelled_pieces(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
     )
 
 
-# Every run of MIN_FRAGMENT characters of a secret holds a run of _ANCHOR of
-# them that starts at a multiple of _ANCHOR_STRIDE: three positions in a row
-# always hold one multiple of three, and four characters from any of them still
-# end inside the six. A piece no longer than _ANCHOR (a key's ends, a short
-# key) is its own anchor. A line that holds none of these anchors holds no
-# piece, and a fraction of the searches say so.
-_ANCHOR = MIN_END
-_ANCHOR_STRIDE = MIN_FRAGMENT - _ANCHOR + 1
-
-
 @functools.lru_cache(maxsize=32)
-def _spelled_anchors(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
-    anchors: dict[str, None] = {}
-    for secret in secrets:
-        key = fold_case(secret)
-        for start in range(0, len(key) - _ANCHOR + 1, _ANCHOR_STRIDE):
-            anchors[key[start : start + _ANCHOR]] = None
-        for piece in secret_pieces(secret):
-            if len(piece) <= _ANCHOR:
-                anchors[piece] = None
-    return tuple(dict.fromkeys(spelling for piece in anchors for spelling in _spellings(piece)))
+def _spelled_search(secrets: tuple[str, ...]) -> Callable[[str], bool]:
+    # Every spelling is UTF-8 (the standard library's is ASCII), so it is text.
+    return piece_search(frozenset(piece.decode() for piece in _spelled_pieces(secrets)))
 
 
 def holds_secret(line: bytes, secrets: Sequence[str]) -> bool:
-    """Whether `line` holds any piece of a secret that `redact` would hide, in either spelling."""
+    """Whether `line` holds any piece of a secret that `redact` would hide, in either spelling.
+
+    One search for every spelling of every piece at once (see
+    `sovereign_agent.redaction.piece_search`): looking for them one after the
+    other read each line once per piece, which made a run recorded with a key
+    in the environment half as dear again as one without.
+    """
     key = tuple(secrets)
     # bytes.lower() folds ASCII letters only, as the rule does; UTF-8 bytes
     # beyond ASCII are left as they are.
     folded = line.lower()
-    return any(anchor in folded for anchor in _spelled_anchors(key)) and any(
-        piece in folded for piece in _spelled_pieces(key)
-    )
+    try:
+        text = folded.decode()
+    except UnicodeDecodeError:
+        # Not a line either encoder wrote (both write UTF-8): looked at byte by byte.
+        return any(piece in folded for piece in _spelled_pieces(key))
+    return _spelled_search(key)(text)
 
 
 def redact(value: Any, secrets: Sequence[str]) -> Any:
