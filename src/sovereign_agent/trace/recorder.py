@@ -39,7 +39,7 @@ import pydantic_core
 from sovereign_agent.models import AssistantToolCall, Message, ModelClient, ModelReply
 from sovereign_agent.redaction import MIN_FRAGMENT, piece_search, secret_pieces
 from sovereign_agent.redaction import redact as redact_text
-from sovereign_agent.tools import Dispatcher, Narrowing, Setup, ToolOutcome
+from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrowing, Setup, ToolOutcome
 from sovereign_agent.trace.format import FORMAT_VERSION, schema_fingerprint
 
 __all__ = [
@@ -429,16 +429,27 @@ def _fingerprints(tools: Sequence[Mapping[str, Any]]) -> tuple[bytes, tuple[str,
     return key, fingerprints
 
 
-# How a line spells a string: the standard library's encoder in C, which
+# How a line spells ASCII text: the standard library's encoder in C, which
 # escapes exactly what Pydantic's does (quote, backslash, controls, in the
-# same short and \u00xx forms) and leaves the rest as it is; a test holds the
-# two to the same bytes for every character.
-_text = json.encoder.encode_basestring
+# same short and \u00xx forms); a test holds the two to the same bytes.
+_ascii_text = json.encoder.encode_basestring
 
 
 def _json(value: Any) -> str:
-    """Any other value as `encode_event` spells it: by Pydantic's encoder itself."""
+    """Any value as `encode_event` spells it: by Pydantic's encoder itself."""
     return pydantic_core.to_json(value).decode()
+
+
+def _text(value: str) -> str:
+    """A string as `encode_event` spells it.
+
+    The C encoder is the quicker on ASCII, and a quarter as quick as
+    Pydantic's on other text (chapter 3's instructions hold a dash); a
+    subclass of str, or anything else, is left to Pydantic, as in the event.
+    """
+    if type(value) is str and value.isascii():
+        return _ascii_text(value)
+    return _json(value)
 
 
 def _maybe_text(value: str | None) -> str:
@@ -496,6 +507,7 @@ class Recorder:
         # 10). Off for a recorder built by hand, so a trace chapter 4 prints
         # keeps its shape; the recorder SOVEREIGN_TRACE makes always writes them.
         self._write_effects = effects
+        self._tools: Mapping[str, ExecutableTool[Any]] = {}
         self._effects: dict[str, list[str]] = {}
         # Which source each tool came from (`JoinedTools.sources`), handed in by
         # whoever joined them: chapter 2's dispatcher, which the chapters print,
@@ -556,11 +568,11 @@ class Recorder:
         self._offered, self._last_offer, self._defined = {}, None, set()
         self._tokens = [None, None]
         self._called, self._answered = {}, {}
-        # Read once, when the run starts: a run's tools can narrow, never change.
-        self._effects = {
-            name: sorted(effect.value for effect in tool.effect_classes)
-            for name, tool in dispatcher.tools.items()
-        }
+        # The run's tools as it starts: they can narrow, never change (the
+        # dispatcher's registry is read-only, its tools frozen). Each tool's
+        # classes are worked out the first time one of its calls is recorded.
+        self._tools = dispatcher.tools
+        self._effects = {}
         self._tails = {}
         name = getattr(model, "model", None)
         setup = dispatcher.setup
@@ -835,9 +847,16 @@ class Recorder:
         return {} if source is None else {"source": source}
 
     def _classes(self, name: str) -> dict[str, list[str]]:
-        # A name the run has no tool for (the model made it up) could do nothing.
-        classes = self._effects.get(name) if self._write_effects else None
-        return {} if classes is None else {"effects": list(classes)}
+        if not self._write_effects:
+            return {}
+        classes = self._effects.get(name)
+        if classes is None:
+            tool = self._tools.get(name)
+            if tool is None:
+                # A name the run has no tool for (the model made it up) could do nothing.
+                return {}
+            classes = self._effects[name] = sorted(effect.value for effect in tool.effect_classes)
+        return {"effects": list(classes)}
 
     def _tail(self, name: str) -> str:
         """A call's source and classes as its lines end with them, spelled once per tool a run."""
