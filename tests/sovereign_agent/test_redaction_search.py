@@ -193,3 +193,11 @@ def test_without_the_compiled_search_each_piece_is_looked_for_in_turn(
         assert redact(f"key {secret.upper()} sent", [secret]) == f"key {MASK} sent"
     finally:
         redaction.piece_search.cache_clear()
+
+
+def test_a_line_that_is_not_utf8_is_still_searched_for_every_piece() -> None:
+    # Neither encoder writes such a line; one handed in from elsewhere is looked
+    # at byte by byte rather than passed as clean.
+    secret = "secret-token-9d8c7b6a5f4e3d2c"
+    assert holds_secret(b'{"content":"\xff' + secret[5:11].upper().encode() + b'"}\n', [secret])
+    assert not holds_secret(b'{"content":"\xff nothing of it"}\n', [secret])
