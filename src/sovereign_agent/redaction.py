@@ -13,12 +13,20 @@ key, by this module's rule:
   upper-cases what it echoes still echoes the key);
 - overlapping and touching pieces are hidden as one `MASK`, and the result is
   searched again, so a mask beside a character of the text never spells a piece.
+
+Almost every text holds no piece at all, so each is first searched for all of
+the pieces at once (`piece_search`), and only a text that holds one is masked
+piece by piece.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
+
+import pydantic_core
+from pydantic_core import core_schema
 
 __all__ = ["MASK", "MIN_END", "MIN_FRAGMENT", "printable_line", "redact"]
 
@@ -49,6 +57,57 @@ def secret_pieces(secret: str) -> frozenset[str]:
     return frozenset(windows | {key[:MIN_END], key[-MIN_END:]})
 
 
+# A lone surrogate (from an undecodable byte of the environment, or a provider's
+# text) cannot be handed to the compiled search; each one, in a piece and in a
+# text alike, is searched for as U+FFFD instead. That can only find more.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _regex_literal(piece: str) -> str:
+    # Every character but an ASCII letter or digit written as its code point:
+    # no character of a key can then be read as syntax by the regex engine.
+    return "".join(
+        char if char.isascii() and char.isalnum() else f"\\x{{{ord(char):x}}}"
+        for char in _SURROGATE.sub("\ufffd", piece)
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def piece_search(pieces: frozenset[str]) -> Callable[[str], bool]:
+    """A test of whether a text holds any of `pieces`: true wherever `piece in text` is for one.
+
+    (Where a piece or the text holds a lone surrogate it may also answer true
+    for a text that holds U+FFFD there: a search that says yes only sends the
+    text to be masked piece by piece, which finds what is really there.)
+
+    One pass over the text for all of them: the pieces, an alternation of
+    literals, are compiled once by the Rust regex engine Pydantic carries
+    (its `pattern` constraint, which searches anywhere in the text), which
+    looks for many strings at once. Looking for each piece in turn, as `in`
+    does, read the text once per piece: a 56-character key has 53 pieces.
+    Should the engine refuse the pattern (a key of many thousands of
+    characters), each piece is looked for in turn.
+    """
+    ordered = sorted(pieces)
+    if not ordered:
+        return lambda text: False
+    pattern = "(?:" + "|".join(_regex_literal(piece) for piece in ordered) + ")"
+    try:
+        validator = pydantic_core.SchemaValidator(
+            core_schema.str_schema(pattern=pattern, regex_engine="rust-regex", strict=True)
+        )
+    except pydantic_core.SchemaError:
+        return lambda text: any(piece in text for piece in ordered)
+    matches = validator.isinstance_python
+
+    def holds(text: str) -> bool:
+        if not text.isascii():
+            text = _SURROGATE.sub("\ufffd", text)
+        return matches(text)
+
+    return holds
+
+
 def _mask_once(text: str, pieces: frozenset[str]) -> str:
     lowered = fold_case(text)
     hidden = [False] * len(text)
@@ -70,7 +129,8 @@ def _mask_once(text: str, pieces: frozenset[str]) -> str:
 def redact(text: str, secrets: Iterable[str]) -> str:
     """`text` with every piece of every secret masked (see the module's rule)."""
     pieces = frozenset().union(*(secret_pieces(secret) for secret in secrets))
-    if not pieces:
+    if not pieces or not piece_search(pieces)(fold_case(text)):
+        # No piece in the text: masking would find nothing and return it as it is.
         return text
     while True:
         masked = _mask_once(text, pieces)

@@ -37,9 +37,9 @@ from typing import Any, Protocol
 import pydantic_core
 
 from sovereign_agent.models import AssistantToolCall, Message, ModelClient, ModelReply
-from sovereign_agent.redaction import MIN_END, MIN_FRAGMENT, fold_case, secret_pieces
+from sovereign_agent.redaction import MIN_FRAGMENT, piece_search, secret_pieces
 from sovereign_agent.redaction import redact as redact_text
-from sovereign_agent.tools import Dispatcher, Narrowing, ToolOutcome
+from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrowing, Setup, ToolOutcome
 from sovereign_agent.trace.format import FORMAT_VERSION, schema_fingerprint
 
 __all__ = [
@@ -171,38 +171,30 @@ def _spelled_pieces(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
     )
 
 
-# Every run of MIN_FRAGMENT characters of a secret holds a run of _ANCHOR of
-# them that starts at a multiple of _ANCHOR_STRIDE: three positions in a row
-# always hold one multiple of three, and four characters from any of them still
-# end inside the six. A piece no longer than _ANCHOR (a key's ends, a short
-# key) is its own anchor. A line that holds none of these anchors holds no
-# piece, and a fraction of the searches say so.
-_ANCHOR = MIN_END
-_ANCHOR_STRIDE = MIN_FRAGMENT - _ANCHOR + 1
-
-
 @functools.lru_cache(maxsize=32)
-def _spelled_anchors(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
-    anchors: dict[str, None] = {}
-    for secret in secrets:
-        key = fold_case(secret)
-        for start in range(0, len(key) - _ANCHOR + 1, _ANCHOR_STRIDE):
-            anchors[key[start : start + _ANCHOR]] = None
-        for piece in secret_pieces(secret):
-            if len(piece) <= _ANCHOR:
-                anchors[piece] = None
-    return tuple(dict.fromkeys(spelling for piece in anchors for spelling in _spellings(piece)))
+def _spelled_search(secrets: tuple[str, ...]) -> Callable[[str], bool]:
+    # Every spelling is UTF-8 (the standard library's is ASCII), so it is text.
+    return piece_search(frozenset(piece.decode() for piece in _spelled_pieces(secrets)))
 
 
 def holds_secret(line: bytes, secrets: Sequence[str]) -> bool:
-    """Whether `line` holds any piece of a secret that `redact` would hide, in either spelling."""
+    """Whether `line` holds any piece of a secret that `redact` would hide, in either spelling.
+
+    One search for every spelling of every piece at once (see
+    `sovereign_agent.redaction.piece_search`): looking for them one after the
+    other read each line once per piece, which made a run recorded with a key
+    in the environment half as dear again as one without.
+    """
     key = tuple(secrets)
     # bytes.lower() folds ASCII letters only, as the rule does; UTF-8 bytes
     # beyond ASCII are left as they are.
     folded = line.lower()
-    return any(anchor in folded for anchor in _spelled_anchors(key)) and any(
-        piece in folded for piece in _spelled_pieces(key)
-    )
+    try:
+        text = folded.decode()
+    except UnicodeDecodeError:
+        # Not a line either encoder wrote (both write UTF-8): looked at byte by byte.
+        return any(piece in folded for piece in _spelled_pieces(key))
+    return _spelled_search(key)(text)
 
 
 def redact(value: Any, secrets: Sequence[str]) -> Any:
@@ -383,6 +375,29 @@ class JsonLinesFile:
         line = encode_event(event)
         if self._secrets and holds_secret(line, self._secrets):
             line = encode_event(redact(event, self._secrets))
+        self._append(kind, line)
+
+    def take_line(self, kind: str, text: str) -> bool:
+        """Append a line the recorder wrote itself, unless it must go the way of an event.
+
+        The recorder writes the usual line straight from what it was told
+        (see `Recorder`), the same bytes `encode_event` writes for the event.
+        It is refused, and the recorder hands over the event instead, when it
+        cannot be UTF-8 (a lone surrogate: the standard library's escapes are
+        written then) or holds a piece of a secret (the event is redacted).
+        """
+        try:
+            line = text.encode()
+        except UnicodeEncodeError:
+            return False
+        if self._secrets and holds_secret(line, self._secrets):
+            return False
+        if kind == "run_started":
+            self._file.open()
+        self._append(kind, line)
+        return True
+
+    def _append(self, kind: str, line: bytes) -> None:
         self._file.pending.append(line)
         if kind == "run_finished" or (
             kind == "model_request" and self._clock() - self._written_at >= WRITE_EVERY_S
@@ -403,14 +418,57 @@ _OFFERS: dict[bytes, tuple[str, ...]] = {}
 _OFFERS_KEPT = 256
 
 
-def _fingerprints(tools: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+def _fingerprints(tools: Sequence[Mapping[str, Any]]) -> tuple[bytes, tuple[str, ...]]:
+    """The offer's compact JSON (its definitions, as a line spells them) and its fingerprints."""
     key = pydantic_core.to_json(tools)
     fingerprints = _OFFERS.get(key)
     if fingerprints is None:
         if len(_OFFERS) >= _OFFERS_KEPT:
             _OFFERS.clear()
         fingerprints = _OFFERS[key] = tuple(schema_fingerprint(schema) for schema in tools)
-    return fingerprints
+    return key, fingerprints
+
+
+# How a line spells ASCII text: the standard library's encoder in C, which
+# escapes exactly what Pydantic's does (quote, backslash, controls, in the
+# same short and \u00xx forms); a test holds the two to the same bytes.
+_ascii_text = json.encoder.encode_basestring
+
+
+def _json(value: Any) -> str:
+    """Any value as `encode_event` spells it: by Pydantic's encoder itself."""
+    return pydantic_core.to_json(value).decode()
+
+
+def _text(value: str) -> str:
+    """A string as `encode_event` spells it.
+
+    The C encoder is the quicker on ASCII, and a quarter as quick as
+    Pydantic's on other text (chapter 3's instructions hold a dash); a
+    subclass of str, or anything else, is left to Pydantic, as in the event.
+    """
+    if type(value) is str and value.isascii():
+        return _ascii_text(value)
+    return _json(value)
+
+
+def _maybe_text(value: str | None) -> str:
+    return "null" if value is None else _text(value)
+
+
+def _number(value: int | None) -> str:
+    if value is None:
+        return "null"
+    # str() spells an int as JSON does; a bool or a float goes to Pydantic.
+    return str(value) if type(value) is int else _json(value)
+
+
+def _flag(value: bool) -> str:
+    return "true" if value is True else "false" if value is False else _json(value)
+
+
+def _texts(values: Sequence[str]) -> str:
+    return "[" + ",".join(map(_text, values)) + "]"
 
 
 class Recorder:
@@ -419,7 +477,18 @@ class Recorder:
     The clocks and the run ids are parameters so that a test, or a chapter's
     listing, can make a trace that is the same on every run. Each event is
     built whole, in one dictionary display, with its fields in the order the
-    format lists them: a run writes a dozen events, and this is its cost.
+    format lists them.
+
+    A trace file's sink (`JsonLinesFile`) is not handed the event at all:
+    building a dozen dictionaries a run and encoding each, field names and
+    all, cost three times what encoding the events and writing them once
+    does. For it each event's line is written straight from what the
+    recorder was told, its constant parts spelled once, in the code below,
+    and its strings by the encoder that spells them as Pydantic does
+    (`_text`); a test holds every kind of line to the bytes `encode_event`
+    writes for the event. A line the file refuses (a secret to redact, text
+    UTF-8 cannot carry), or one whose values are not what the recorder knows
+    how to spell, is handed over as the event, which is encoded as before.
     """
 
     def __init__(
@@ -433,10 +502,12 @@ class Recorder:
         effects: bool = False,
     ) -> None:
         self._sink = sink
+        self._lines = sink if isinstance(sink, JsonLinesFile) else None
         # Whether each call's event names its tool's effect classes (chapter
         # 10). Off for a recorder built by hand, so a trace chapter 4 prints
         # keeps its shape; the recorder SOVEREIGN_TRACE makes always writes them.
         self._write_effects = effects
+        self._tools: Mapping[str, ExecutableTool[Any]] = {}
         self._effects: dict[str, list[str]] = {}
         # Which source each tool came from (`JoinedTools.sources`), handed in by
         # whoever joined them: chapter 2's dispatcher, which the chapters print,
@@ -457,6 +528,11 @@ class Recorder:
         # call of a batch, when its answer was ready: by call id, unique in a run.
         self._called: dict[str, int] = {}
         self._answered: dict[str, int] = {}
+        # For lines: what every line of the run begins with, the offer's
+        # fingerprints as a line spells them, each tool's source and classes.
+        self._head = ""
+        self._offered_text = "{}"
+        self._tails: dict[str, str] = {}
 
     @property
     def enabled(self) -> bool:
@@ -492,22 +568,44 @@ class Recorder:
         self._offered, self._last_offer, self._defined = {}, None, set()
         self._tokens = [None, None]
         self._called, self._answered = {}, {}
-        # Read once, when the run starts: a run's tools can narrow, never change.
-        self._effects = {
-            name: sorted(effect.value for effect in tool.effect_classes)
-            for name, tool in dispatcher.tools.items()
-        }
+        # The run's tools as it starts: they can narrow, never change (the
+        # dispatcher's registry is read-only, its tools frozen). Each tool's
+        # classes are worked out the first time one of its calls is recorded.
+        self._tools = dispatcher.tools
+        self._effects = {}
+        self._tails = {}
         name = getattr(model, "model", None)
         setup = dispatcher.setup
         self._started_ns = self._clock()
+        seq, now = self._next(), self._wall_clock()
+        if self._lines is not None:
+            self._head = f'{{"v":{FORMAT_VERSION},"run":{_text(self._run)},"seq":'
+        lines = self._lines
+        if lines is not None:
+            try:
+                text: str | None = (
+                    f'{self._head}{seq},"event":"run_started",'
+                    f'"gen_ai.operation.name":"invoke_agent","time_unix_nano":{_number(now)},'
+                    f'"model":{_text(model.label)},'
+                    f'"gen_ai.request.model":{_text(name) if isinstance(name, str) else "null"},'
+                    f'"task":{_text(task)},"gen_ai.system_instructions":{_maybe_text(system)},'
+                    f'"max_steps":{_number(max_steps)},"max_tool_calls":{_number(max_tool_calls)},'
+                    f'"hints":{_json(dispatcher.hints)},'
+                    f'"setup":{"null" if setup is None else _json(_setup(setup))}}}\n'
+                )
+            except (TypeError, ValueError):
+                # A value the line cannot spell as the event's encoder would.
+                text = None
+            if text is not None and lines.take_line("run_started", text):
+                return
         self._sink(
             {
                 "v": FORMAT_VERSION,
                 "run": self._run,
-                "seq": self._next(),
+                "seq": seq,
                 "event": "run_started",
                 "gen_ai.operation.name": "invoke_agent",
-                "time_unix_nano": self._wall_clock(),
+                "time_unix_nano": now,
                 "model": model.label,
                 "gen_ai.request.model": name if isinstance(name, str) else None,
                 "task": task,
@@ -517,9 +615,7 @@ class Recorder:
                 "hints": dispatcher.hints,
                 # The setup's own objects, not a copy: a sink writes the event at
                 # once (a file, the replay), so it records the stock the run began with.
-                "setup": None
-                if setup is None
-                else {"factory": setup.factory, "arguments": setup.arguments},
+                "setup": None if setup is None else _setup(setup),
             }
         )
 
@@ -529,10 +625,13 @@ class Recorder:
         self._step += 1
         self._asked_ns = self._clock()
         definitions: list[dict[str, Any]] = []
+        # The definitions as a line spells them: none after the first offer.
+        definitions_text = "[]"
         # Most steps offer what the step before offered: equal data, equal fingerprints.
         if tools != self._last_offer:
             self._offered = {}
-            for schema, fingerprint in zip(tools, _fingerprints(tools), strict=True):
+            offer, fingerprints = _fingerprints(tools)
+            for schema, fingerprint in zip(tools, fingerprints, strict=True):
                 self._offered[schema["function"]["name"]] = fingerprint
                 # Each schema is written in full once per run, the first time it
                 # is offered; after that its fingerprint stands for it.
@@ -540,11 +639,32 @@ class Recorder:
                     self._defined.add(fingerprint)
                     definitions.append(schema)
             self._last_offer = tools
+            if self._lines is not None:
+                self._offered_text = _json(self._offered)
+                # Every schema of the offer is new (a run's first): the offer's
+                # own JSON, already made, is their text.
+                definitions_text = (
+                    offer.decode() if len(definitions) == len(tools) else _json(definitions)
+                )
+        seq = self._next()
+        lines = self._lines
+        if lines is not None:
+            try:
+                text: str | None = (
+                    f'{self._head}{seq},"event":"model_request","gen_ai.operation.name":"chat",'
+                    f'"step":{self._step},"messages":{len(messages)},"tools":{self._offered_text},'
+                    f'"gen_ai.tool.definitions":{definitions_text}}}\n'
+                )
+            except (TypeError, ValueError):
+                # A value the line cannot spell as the event's encoder would.
+                text = None
+            if text is not None and lines.take_line("model_request", text):
+                return
         self._sink(
             {
                 "v": FORMAT_VERSION,
                 "run": self._run,
-                "seq": self._next(),
+                "seq": seq,
                 "event": "model_request",
                 "gen_ai.operation.name": "chat",
                 "step": self._step,
@@ -563,11 +683,39 @@ class Recorder:
                 (self._tokens[0] or 0) + usage.input_tokens,
                 (self._tokens[1] or 0) + usage.output_tokens,
             ]
+        seq, duration = self._next(), self._clock() - self._asked_ns
+        message = reply.message
+        lines = self._lines
+        if lines is not None:
+            try:
+                text: str | None = (
+                    f'{self._head}{seq},"event":"model_reply","gen_ai.operation.name":"chat",'
+                    f'"step":{self._step},"gen_ai.response.model":{_text(reply.model)},'
+                    f'"gen_ai.response.finish_reasons":'
+                    f"{f'[{_text(reply.finish_reason)}]' if reply.finish_reason else '[]'},"
+                    f'"gen_ai.usage.input_tokens":'
+                    f"{'null' if usage is None else _number(usage.input_tokens)},"
+                    f'"gen_ai.usage.output_tokens":'
+                    f"{'null' if usage is None else _number(usage.output_tokens)},"
+                    f'"duration_ns":{_number(duration)},"content":{_maybe_text(message.content)},'
+                    '"tool_calls":['
+                    + ",".join(
+                        f'{{"id":{_text(call.id)},"name":{_text(call.name)},'
+                        f'"arguments":{_text(call.arguments_json)}}}'
+                        for call in message.tool_calls
+                    )
+                    + "]}\n"
+                )
+            except (TypeError, ValueError):
+                # A value the line cannot spell as the event's encoder would.
+                text = None
+            if text is not None and lines.take_line("model_reply", text):
+                return
         self._sink(
             {
                 "v": FORMAT_VERSION,
                 "run": self._run,
-                "seq": self._next(),
+                "seq": seq,
                 "event": "model_reply",
                 "gen_ai.operation.name": "chat",
                 "step": self._step,
@@ -577,11 +725,11 @@ class Recorder:
                 else [],
                 "gen_ai.usage.input_tokens": None if usage is None else usage.input_tokens,
                 "gen_ai.usage.output_tokens": None if usage is None else usage.output_tokens,
-                "duration_ns": self._clock() - self._asked_ns,
-                "content": reply.message.content,
+                "duration_ns": duration,
+                "content": message.content,
                 "tool_calls": [
                     {"id": call.id, "name": call.name, "arguments": call.arguments_json}
-                    for call in reply.message.tool_calls
+                    for call in message.tool_calls
                 ],
             }
         )
@@ -590,11 +738,27 @@ class Recorder:
         if self._sink is None:
             return
         self._called[raw.id] = self._clock()
+        seq = self._next()
+        lines = self._lines
+        if lines is not None:
+            try:
+                text: str | None = (
+                    f'{self._head}{seq},"event":"tool_call","gen_ai.operation.name":"execute_tool",'
+                    f'"step":{self._step},"gen_ai.tool.name":{_text(raw.name)},'
+                    f'"gen_ai.tool.call.id":{_text(raw.id)},'
+                    f'"gen_ai.tool.call.arguments":{_text(raw.arguments_json)}'
+                    f"{self._tail(raw.name)}}}\n"
+                )
+            except (TypeError, ValueError):
+                # A value the line cannot spell as the event's encoder would.
+                text = None
+            if text is not None and lines.take_line("tool_call", text):
+                return
         self._sink(
             {
                 "v": FORMAT_VERSION,
                 "run": self._run,
-                "seq": self._next(),
+                "seq": seq,
                 "event": "tool_call",
                 "gen_ai.operation.name": "execute_tool",
                 "step": self._step,
@@ -622,17 +786,46 @@ class Recorder:
         started = self._called.pop(raw.id, ended)
         observation = outcome.observation
         failure = outcome.failure
+        code = "ok" if observation.get("ok") is True else str(observation["error"])
+        seq = self._next()
+        lines = self._lines
+        if lines is not None:
+            try:
+                text: str | None = (
+                    f'{self._head}{seq},"event":"tool_outcome","gen_ai.operation.name":"execute_tool",'
+                    f'"step":{self._step},"gen_ai.tool.name":{_text(raw.name)},'
+                    f'"gen_ai.tool.call.id":{_text(raw.id)},"code":{_text(code)},'
+                    f'"handler_ran":{_flag(outcome.handler_ran)},'
+                    f'"duration_ns":{_number(ended - started)},'
+                    f'"schema_fingerprint":{_maybe_text(self._offered.get(raw.name))},'
+                    f'"gen_ai.tool.call.result":{_json(observation)},'
+                    + (
+                        '"failure_stage":null,"exception.type":null,"exception.message":null,'
+                        if failure is None
+                        else f'"failure_stage":{_text(failure.stage)},'
+                        f'"exception.type":{_text(failure.error_type)},'
+                        f'"exception.message":{_text(failure.message)},'
+                    )
+                    + '"argument_problems":'
+                    + ("[]" if not outcome.argument_problems else _json(_problems(outcome)))
+                    + f"{self._tail(raw.name)}}}\n"
+                )
+            except (TypeError, ValueError):
+                # A value the line cannot spell as the event's encoder would.
+                text = None
+            if text is not None and lines.take_line("tool_outcome", text):
+                return
         self._sink(
             {
                 "v": FORMAT_VERSION,
                 "run": self._run,
-                "seq": self._next(),
+                "seq": seq,
                 "event": "tool_outcome",
                 "gen_ai.operation.name": "execute_tool",
                 "step": self._step,
                 "gen_ai.tool.name": raw.name,
                 "gen_ai.tool.call.id": raw.id,
-                "code": "ok" if observation.get("ok") is True else str(observation["error"]),
+                "code": code,
                 "handler_ran": outcome.handler_ran,
                 "duration_ns": ended - started,
                 "schema_fingerprint": self._offered.get(raw.name),
@@ -641,10 +834,7 @@ class Recorder:
                 "failure_stage": None if failure is None else failure.stage,
                 "exception.type": None if failure is None else failure.error_type,
                 "exception.message": None if failure is None else failure.message,
-                "argument_problems": [
-                    {"location": list(problem.location), "kind": problem.kind}
-                    for problem in outcome.argument_problems
-                ],
+                "argument_problems": _problems(outcome),
                 **self._source(raw.name),
                 **self._classes(raw.name),
             }
@@ -657,13 +847,31 @@ class Recorder:
         return {} if source is None else {"source": source}
 
     def _classes(self, name: str) -> dict[str, list[str]]:
-        # A name the run has no tool for (the model made it up) could do nothing.
-        classes = self._effects.get(name) if self._write_effects else None
-        return {} if classes is None else {"effects": list(classes)}
+        if not self._write_effects:
+            return {}
+        classes = self._effects.get(name)
+        if classes is None:
+            tool = self._tools.get(name)
+            if tool is None:
+                # A name the run has no tool for (the model made it up) could do nothing.
+                return {}
+            classes = self._effects[name] = sorted(effect.value for effect in tool.effect_classes)
+        return {"effects": list(classes)}
+
+    def _tail(self, name: str) -> str:
+        """A call's source and classes as its lines end with them, spelled once per tool a run."""
+        tail = self._tails.get(name)
+        if tail is None:
+            fields = {**self._source(name), **self._classes(name)}
+            tail = self._tails[name] = "".join(
+                f",{_text(field)}:{_json(value)}" for field, value in fields.items()
+            )
+        return tail
 
     def scope_narrowed(self, narrowing: Narrowing) -> None:
         if self._sink is None:
             return
+        # Rare, at most once or twice a run: always handed over as the event.
         self._sink(
             {
                 "v": FORMAT_VERSION,
@@ -684,26 +892,60 @@ class Recorder:
     def run_finished(self, record: FinishedRun) -> None:
         if self._sink is None:
             return
+        seq, duration = self._next(), self._clock() - self._started_ns
+        stop_reason = str(record.stop_reason)
+        # The class only: a provider's own words may quote part of a key.
+        error_type = None if record.error is None else record.error.split(":")[0]
+        input_tokens, output_tokens = self._tokens
+        lines = self._lines
+        if lines is not None:
+            try:
+                text: str | None = (
+                    f'{self._head}{seq},"event":"run_finished","gen_ai.operation.name":"invoke_agent",'
+                    f'"stop_reason":{_text(stop_reason)},"steps":{_number(record.steps)},'
+                    f'"answer":{_maybe_text(record.answer)},"error.type":{_maybe_text(error_type)},'
+                    f'"requested":{_texts(record.requested)},"executed":{_texts(record.executed)},'
+                    '"refused":['
+                    + ",".join(f"[{_text(tool)},{_text(code)}]" for tool, code in record.refused)
+                    + f'],"duration_ns":{_number(duration)},'
+                    f'"gen_ai.usage.input_tokens":{_number(input_tokens)},'
+                    f'"gen_ai.usage.output_tokens":{_number(output_tokens)}}}\n'
+                )
+            except (TypeError, ValueError):
+                # A value the line cannot spell as the event's encoder would.
+                text = None
+            if text is not None and lines.take_line("run_finished", text):
+                return
         self._sink(
             {
                 "v": FORMAT_VERSION,
                 "run": self._run,
-                "seq": self._next(),
+                "seq": seq,
                 "event": "run_finished",
                 "gen_ai.operation.name": "invoke_agent",
-                "stop_reason": str(record.stop_reason),
+                "stop_reason": stop_reason,
                 "steps": record.steps,
                 "answer": record.answer,
-                # The class only: a provider's own words may quote part of a key.
-                "error.type": None if record.error is None else record.error.split(":")[0],
+                "error.type": error_type,
                 "requested": list(record.requested),
                 "executed": list(record.executed),
                 "refused": [list(pair) for pair in record.refused],
-                "duration_ns": self._clock() - self._started_ns,
-                "gen_ai.usage.input_tokens": self._tokens[0],
-                "gen_ai.usage.output_tokens": self._tokens[1],
+                "duration_ns": duration,
+                "gen_ai.usage.input_tokens": input_tokens,
+                "gen_ai.usage.output_tokens": output_tokens,
             }
         )
+
+
+def _setup(setup: Setup) -> dict[str, Any]:
+    return {"factory": setup.factory, "arguments": setup.arguments}
+
+
+def _problems(outcome: ToolOutcome) -> list[dict[str, Any]]:
+    return [
+        {"location": list(problem.location), "kind": problem.kind}
+        for problem in outcome.argument_problems
+    ]
 
 
 # The sinks `recorder_from_env` made for the process's environment, by the file
