@@ -316,7 +316,7 @@ def lines_quoting(draw: st.DrawFn, secrets: list[str]) -> bytes:
 
 @settings(max_examples=examples(400), deadline=None)
 @given(data=st.data(), secrets=SECRETS)
-def test_the_anchor_search_answers_as_the_plain_fragment_search(
+def test_the_one_pass_search_answers_as_the_plain_fragment_search(
     data: st.DataObject, secrets: list[str]
 ) -> None:
     line = data.draw(lines_quoting(secrets))
