@@ -10,6 +10,7 @@ import compileall
 from pathlib import Path
 
 import pytest
+from grading import SharedGrades
 from hypothesis import HealthCheck, settings
 from strength import FULL, examples
 
@@ -76,3 +77,19 @@ def pytest_configure(config: pytest.Config) -> None:
     for root in relied_on():
         if root.is_dir():
             compileall.compile_dir(root, quiet=2, workers=0)
+
+
+@pytest.fixture(scope="session")
+def shared_grades(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> SharedGrades:
+    """Graded rows every test of this session shares (`grading.grade_batch(shared=...)`).
+
+    Under xdist a worker's base temporary folder is made inside the
+    session's own, so the parent is the one folder all workers see; run
+    without workers, the session's base is it. Either way it is this
+    session's alone: nothing graded in an earlier run is ever read.
+    """
+    base = tmp_path_factory.getbasetemp()
+    session = base.parent if hasattr(request.config, "workerinput") else base
+    return SharedGrades(session / "shared-grades")

@@ -1,11 +1,24 @@
-"""Grading a batch of submission folders through the real grader CLI, as an instructor would."""
+"""Grading a batch of submission folders through the real grader CLI, as an instructor would.
+
+A folder graded once in a test session is not graded again: `SharedGrades`
+keeps each graded row under a key made of everything the row depends on
+that a test chooses (the book, the isolation, the grader's options, the
+folder's name and every file in it), for every test of the session, on
+every xdist worker. The grader, the runtime and the environment are the
+same for the whole session, so a row is never reused across sessions.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
+import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -70,6 +83,69 @@ def edited(text: str, edits: Sequence[tuple[str, str]]) -> str:
     return text
 
 
+class SharedGrades:
+    """Graded rows kept for one test session, shared by its xdist workers through files.
+
+    Each row is a JSON file named by its key, written whole (a rename) by the
+    worker that graded it. A worker grading a folder holds that key's lock
+    (`flock`, dropped by the kernel if the worker dies) until the row is
+    written, so another worker wanting the same folder waits for the row
+    rather than grading it again. No worker waits while holding a lock, so
+    two workers can never each wait for the other.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+
+    @staticmethod
+    def key(
+        book: int, isolation: str, options: Sequence[str], name: str, files: Mapping[str, str]
+    ) -> str:
+        """A digest of everything a test chooses that a folder's row depends on."""
+        chosen = {
+            "book": book,
+            "isolation": isolation,
+            "options": list(options),
+            "name": name,
+            "files": sorted(files.items()),
+        }
+        return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode()).hexdigest()
+
+    def row(self, key: str) -> dict[str, Any] | None:
+        path = self.root / f"{key}.json"
+        if not path.is_file():
+            return None
+        loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return loaded
+
+    def keep(self, key: str, entry: Mapping[str, Any]) -> None:
+        # Written beside its final name and renamed: a reader sees the whole row or none.
+        handle, temporary = tempfile.mkstemp(dir=self.root, suffix=".part")
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            json.dump(entry, file)
+        os.replace(temporary, self.root / f"{key}.json")
+
+    @contextlib.contextmanager
+    def claimed(self, keys: Sequence[str]) -> Iterator[list[str]]:
+        """The keys of `keys` no other worker is grading, locked for this one until the end."""
+        with contextlib.ExitStack() as held:
+            mine = []
+            for key in keys:
+                lock = held.enter_context((self.root / f"{key}.lock").open("a"))
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # being graded elsewhere
+                mine.append(key)
+            yield mine
+
+    def wait_for(self, key: str) -> None:
+        """Return once no worker holds the lock of `key` (its row written, or its grader gone)."""
+        with (self.root / f"{key}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+
+
 def grade_batch(
     book: int,
     folders: Mapping[str, Mapping[str, str]],
@@ -77,15 +153,56 @@ def grade_batch(
     base: Path,
     isolation: str = "bubblewrap",
     options: Sequence[str] = (),
+    shared: SharedGrades | None = None,
 ) -> dict[str, Graded]:
-    """Write each folder (name -> {file name: text}), grade them all in one -j 2 batch.
+    """Each folder's row (name -> {file name: text}): graded in one -j 2 batch or shared.
 
+    With `shared`, a folder already graded in this session (same book,
+    isolation, options, name and files) is read from there, and the rest are
+    graded together and kept there for the session's other tests.
     Bubblewrap isolation by default: the test skips on a laptop without it
     and fails in CI. Planted `secret-token` strings must never leave the
     grader, so that is asserted here for every caller.
     """
     if isolation == "bubblewrap":
         require_executable("bwrap", install=BWRAP_INSTALL)
+    if shared is None:
+        return _graded_now(book, folders, base=base, isolation=isolation, options=options)
+    keys = {
+        name: shared.key(book, isolation, options, name, files) for name, files in folders.items()
+    }
+    rows = {name: shared.row(key) for name, key in keys.items()}
+    while missing := [name for name, row in rows.items() if row is None]:
+        with shared.claimed([keys[name] for name in missing]) as mine:
+            # Read again under the lock: another worker may have just written some.
+            rows |= {name: shared.row(keys[name]) for name in missing if keys[name] in mine}
+            left = {name: folders[name] for name in missing if keys[name] in mine}
+            left = {name: files for name, files in left.items() if rows[name] is None}
+            if left:
+                graded = _graded_now(book, left, base=base, isolation=isolation, options=options)
+                assert graded.keys() == left.keys()
+                for name, row in graded.items():
+                    shared.keep(keys[name], row.entry)
+                    rows[name] = row.entry
+        if not mine:
+            # Every folder left is being graded by another worker: wait for one, read again.
+            shared.wait_for(keys[missing[0]])
+            rows |= {name: shared.row(keys[name]) for name in missing}
+    found = {name: row for name, row in rows.items() if row is not None}
+    assert found.keys() == folders.keys()
+    assert all("secret-token" not in json.dumps(row) for row in found.values())
+    return {name: Graded(row) for name, row in found.items()}
+
+
+def _graded_now(
+    book: int,
+    folders: Mapping[str, Mapping[str, str]],
+    *,
+    base: Path,
+    isolation: str,
+    options: Sequence[str],
+) -> dict[str, Graded]:
+    """Write each folder under `base` and grade them all in one -j 2 batch of the real CLI."""
     for name, files in folders.items():
         (base / name).mkdir()
         for file_name, text in files.items():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from committed import EXERCISES
-from grading import Graded, grade_batch
+from grading import Graded, SharedGrades, grade_batch
 
 from bookproof.grade.books import load_book
 from bookproof.layout import REPO_ROOT
@@ -111,7 +111,7 @@ MISTAKES: dict[str, tuple[str, str, set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> dict[str, Graded]:
+def report(tmp_path_factory, shared_grades: SharedGrades) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book01")
     folders = {"starter": STARTER}
     for name, (old, new, _) in MISTAKES.items():
@@ -119,7 +119,10 @@ def report(tmp_path_factory) -> dict[str, Graded]:
         folders[name] = SOLUTION.replace(old, new)
     folders["deletes_fields_in_place"] += IN_PLACE
     return grade_batch(
-        1, {name: {"morning_brief.py": text} for name, text in folders.items()}, base=base
+        1,
+        {name: {"morning_brief.py": text} for name, text in folders.items()},
+        base=base,
+        shared=shared_grades,
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from committed import EXERCISES
-from grading import Graded, edited, grade_batch
+from grading import Graded, SharedGrades, edited, grade_batch
 
 from bookproof.grade.books import load_book
 from bookproof.layout import REPO_ROOT
@@ -203,7 +203,9 @@ TEST_FILES: dict[str, tuple[str, set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book02")
     with_tests = {"test_book02_mango.py": MANGO_TESTS}
     folders: dict[str, dict[str, str]] = {
@@ -213,7 +215,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
         folders[name] = {"shop_tools.py": edited(SOLUTION, edits), **with_tests}
     for name, (tests, _) in TEST_FILES.items():
         folders[name] = {"shop_tools.py": SOLUTION, "test_book02_mango.py": tests}
-    return grade_batch(2, folders, base=base)
+    return grade_batch(2, folders, base=base, shared=shared_grades)
 
 
 def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 from committed import EXERCISES
-from grading import Graded, grade_batch
+from grading import Graded, SharedGrades, grade_batch
 
 from bookproof.layout import REPO_ROOT
 from bookproof.notebooks.build import notebook_json
@@ -128,7 +128,9 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book03")
     folders = {"starter": STARTER}
     for name, (edits, _) in MISTAKES.items():
@@ -138,7 +140,10 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
             text = text.replace(old, new)
         folders[name] = text
     return grade_batch(
-        3, {name: {"agent_loop.py": text} for name, text in folders.items()}, base=base
+        3,
+        {name: {"agent_loop.py": text} for name, text in folders.items()},
+        base=base,
+        shared=shared_grades,
     )
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from committed import EXERCISES
 from exercise_books import notebook_script
-from grading import Graded, edited, grade_batch
+from grading import Graded, SharedGrades, edited, grade_batch
 
 from bookproof.grade.book import BASELINE
 from bookproof.grade.books import load_book
@@ -212,7 +212,9 @@ def hand_in(
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     for _, (suite, _) in SUITE_MISTAKES.items():
         assert suite != SOLVED_SUITE
     folders = {
@@ -225,7 +227,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
         folders[name] = hand_in(suite=suite)
     for name, (tests, _) in TEST_FILES.items():
         folders[name] = hand_in(tests=tests)
-    return grade_batch(4, folders, base=tmp_path_factory.mktemp("book04"))
+    return grade_batch(4, folders, base=tmp_path_factory.mktemp("book04"), shared=shared_grades)
 
 
 def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(

@@ -13,7 +13,7 @@ import pytest
 from committed import EXERCISES
 from exercise_books import check_cell_lines, run_in
 from exercise_books import hand_in as hand_in_module
-from grading import Graded, edited, grade_batch
+from grading import Graded, SharedGrades, edited, grade_batch
 
 from bookproof.grade.books import load_book
 from bookproof.layout import REPO_ROOT
@@ -216,13 +216,15 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     folders: dict[str, dict[str, str]] = {
         "starter": {"shop_store.py": STARTER},
     }
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"shop_store.py": edited(SOLUTION, edits)}
-    return grade_batch(5, folders, base=tmp_path_factory.mktemp("book05"))
+    return grade_batch(5, folders, base=tmp_path_factory.mktemp("book05"), shared=shared_grades)
 
 
 def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(

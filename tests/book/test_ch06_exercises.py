@@ -14,7 +14,7 @@ import pytest
 from committed import EXERCISES
 from exercise_books import check_cell_lines, run_in
 from exercise_books import hand_in as hand_in_module
-from grading import Graded, grade_batch
+from grading import Graded, SharedGrades, grade_batch
 
 from bookproof.layout import REPO_ROOT
 from sovereign_agent.store import MIGRATIONS
@@ -255,7 +255,9 @@ LEARNER_TESTS: dict[str, tuple[dict[str, str], set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     folders: dict[str, dict[str, str]] = {
         "starter": {"reservations.py": STARTER},
     }
@@ -265,7 +267,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
     for name, (files, _) in LEARNER_TESTS.items():
         assert all(text not in TEST_FILES.values() for text in files.values()), name
         folders[name] = {"reservations.py": SOLUTION, **files}
-    return grade_batch(6, folders, base=tmp_path_factory.mktemp("book06"))
+    return grade_batch(6, folders, base=tmp_path_factory.mktemp("book06"), shared=shared_grades)
 
 
 def test_the_untouched_starter_holds_back_the_checks_its_exercises_guard(

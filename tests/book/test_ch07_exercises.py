@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from committed import EXERCISES
 from exercise_books import check_cell_lines, hand_in, run_in
-from grading import LEAK_HUNT, Graded, edited, grade_batch
+from grading import LEAK_HUNT, Graded, SharedGrades, edited, grade_batch
 from system_components import require_executable
 
 from bookproof.grade.books import load_book
@@ -246,14 +246,16 @@ def review_folder(root, allowed):
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book07")
     folders = {"starter": {"skill_tools.py": STARTER}}
     folders["silent_tests"] = {"skill_tools.py": SOLUTION, **SILENT_TESTS}
     folders["hostile"] = {"skill_tools.py": HOSTILE}
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"skill_tools.py": edited(SOLUTION, edits), **TESTS}
-    return grade_batch(7, folders, base=base)
+    return grade_batch(7, folders, base=base, shared=shared_grades)
 
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:

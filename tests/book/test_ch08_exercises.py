@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from committed import EXERCISES
 from exercise_books import check_cell_lines, hand_in, run_in
-from grading import LEAK_HUNT, Graded, edited, grade_batch
+from grading import LEAK_HUNT, Graded, SharedGrades, edited, grade_batch
 
 from bookproof.grade.books import load_book
 from bookproof.layout import REPO_ROOT
@@ -216,14 +216,16 @@ def listed_notes(root):
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book08")
     folders = {"starter": {"document_tools.py": STARTER}}
     folders["silent_tests"] = {"document_tools.py": SOLUTION, **SILENT_TESTS}
     folders["hostile"] = {"document_tools.py": HOSTILE, **TESTS}
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"document_tools.py": edited(SOLUTION, edits), **TESTS}
-    return grade_batch(8, folders, base=base)
+    return grade_batch(8, folders, base=base, shared=shared_grades)
 
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:

@@ -16,7 +16,7 @@ from types import ModuleType
 import pytest
 from committed import EXERCISES
 from exercise_books import check_cell_lines, load_module
-from grading import Graded, edited, grade_batch
+from grading import Graded, SharedGrades, edited, grade_batch
 
 from bookproof.grade.books import load_book
 from bookproof.layout import REPO_ROOT
@@ -149,13 +149,15 @@ SILENT_TESTS = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book09")
     folders = {"starter": {"remote_tools.py": STARTER}}
     folders["silent_tests"] = {"remote_tools.py": SOLUTION, **SILENT_TESTS}
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"remote_tools.py": edited(SOLUTION, edits), **TESTS}
-    return grade_batch(9, folders, base=base)
+    return grade_batch(9, folders, base=base, shared=shared_grades)
 
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:

@@ -15,7 +15,7 @@ from types import ModuleType
 import pytest
 from committed import EXERCISES
 from exercise_books import check_cell_lines, load_module
-from grading import Graded, edited, grade_batch
+from grading import Graded, SharedGrades, edited, grade_batch
 
 from bookproof.grade.books import load_book
 
@@ -85,13 +85,15 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book11")
     folders = {"starter": {"purchase_rules.py": STARTER}}
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"purchase_rules.py": edited(SOLUTION, edits)}
     folders["solution"] = {"purchase_rules.py": SOLUTION}
-    return grade_batch(11, folders, base=base)
+    return grade_batch(11, folders, base=base, shared=shared_grades)
 
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:

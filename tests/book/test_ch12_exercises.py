@@ -18,7 +18,7 @@ from types import ModuleType
 import pytest
 from committed import EXERCISES
 from exercise_books import check_cell_lines
-from grading import Graded, edited, grade_batch
+from grading import Graded, SharedGrades, edited, grade_batch
 
 from bookproof.grade.books import load_book
 
@@ -123,13 +123,15 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book12")
     folders = {"starter": {"recovery_rules.py": STARTER}}
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"recovery_rules.py": edited(SOLUTION, edits)}
     folders["solution"] = {"recovery_rules.py": SOLUTION}
-    return grade_batch(12, folders, base=base)
+    return grade_batch(12, folders, base=base, shared=shared_grades)
 
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:

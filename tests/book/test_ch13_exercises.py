@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from committed import EXERCISES
 from exercise_books import check_cell_lines
-from grading import Graded, edited, grade_batch
+from grading import Graded, SharedGrades, edited, grade_batch
 
 from bookproof.grade.books import load_book
 
@@ -87,12 +87,14 @@ MISTAKES: dict[str, tuple[list[tuple[str, str]], set[str]]] = {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book13")
     folders = {"starter": {"limits.py": STARTER}, "solution": {"limits.py": SOLUTION}}
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"limits.py": edited(SOLUTION, edits)}
-    return grade_batch(13, folders, base=base)
+    return grade_batch(13, folders, base=base, shared=shared_grades)
 
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:

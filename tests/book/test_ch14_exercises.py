@@ -16,7 +16,7 @@ from types import ModuleType
 import pytest
 from committed import EXERCISES
 from exercise_books import check_cell_lines, load_module
-from grading import Graded, edited, grade_batch
+from grading import Graded, SharedGrades, edited, grade_batch
 from system_components import require_executable
 
 from bookproof.grade.books import load_book
@@ -125,14 +125,16 @@ WEEKDAY_BODY = "    return WEEKDAY_PROGRAM.format(weekday=weekday)"
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Graded]:
+def report(
+    tmp_path_factory: pytest.TempPathFactory, shared_grades: SharedGrades
+) -> dict[str, Graded]:
     base = tmp_path_factory.mktemp("book14")
     folders = {"starter": {"code_answers.py": STARTER}, "solution": {"code_answers.py": SOLUTION}}
     for name, (edits, _) in MISTAKES.items():
         folders[name] = {"code_answers.py": edited(SOLUTION, edits)}
     for name, (body, _) in HOSTILE.items():
         folders[name] = {"code_answers.py": edited(SOLUTION, [(WEEKDAY_BODY, body)])}
-    return grade_batch(14, folders, base=base)
+    return grade_batch(14, folders, base=base, shared=shared_grades)
 
 
 def test_the_grader_declares_exactly_the_books_checks() -> None:

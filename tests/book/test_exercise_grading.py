@@ -5,7 +5,8 @@ handed in as a learner hands in theirs (every file beside the README, the
 unit plans and their notebooks) and graded by the real grader in bubblewrap,
 earns every point; the untouched starter's folder earns its chapter baseline
 and not one exercise point. What each book's mistakes lose
-is in that book's own test file.
+is in that book's own test file. A folder that book's file has graded
+already in this session (the starter is in each) is not graded again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from committed import as_committed
-from grading import grade_batch
+from grading import SharedGrades, grade_batch
 
 from bookproof.grade.books import load_book
 from bookproof.layout import ChapterParts, default_layout, load_manifest
@@ -40,7 +41,7 @@ def handed_in(book: ChapterParts, folder: Path) -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("book", GRADED, ids=lambda parts: parts.folder)
 def test_the_reference_scores_full_marks_and_the_starter_only_its_baseline(
-    book: ChapterParts, tmp_path: Path
+    book: ChapterParts, tmp_path: Path, shared_grades: SharedGrades
 ) -> None:
     graded = load_book(book.number)
     report = grade_batch(
@@ -50,6 +51,7 @@ def test_the_reference_scores_full_marks_and_the_starter_only_its_baseline(
             "starter": handed_in(book, as_committed(book.exercises)),
         },
         base=tmp_path,
+        shared=shared_grades,
     )
     assert report["solution"].holds_every_check_of(graded)
     assert report["starter"].earns_only_the_baseline_of(graded)

@@ -29,6 +29,9 @@ SCRIPT = ROOT / "scripts" / "grade_exercises.py"
 SOLUTION = ROOT / "solutions" / "book02"
 # The first line of a batch that started grading names the book.
 BOOK_TITLE = load_book(2).title
+# The reference's module without the tests beside it: a batch of seconds, not of every
+# run of those tests against each faulty version, for tests about the command itself.
+WITHOUT_TESTS = shutil.ignore_patterns("test_*")
 
 
 def _grade(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -119,9 +122,10 @@ def test_json_report_has_the_documented_shape(tmp_path: Path) -> None:
 def test_folders_with_the_same_name_get_rows_an_instructor_can_tell_apart(
     tmp_path: Path,
 ) -> None:
+    # The module alone: the rows' names are the point, not what the tests handed in catch.
     for group in ("monday", "tuesday"):
-        shutil.copytree(SOLUTION, tmp_path / group / "alice")
-    shutil.copytree(SOLUTION, tmp_path / "tuesday" / "bob")
+        shutil.copytree(SOLUTION, tmp_path / group / "alice", ignore=WITHOUT_TESTS)
+    shutil.copytree(SOLUTION, tmp_path / "tuesday" / "bob", ignore=WITHOUT_TESTS)
     out, gradebook = tmp_path / "report.json", tmp_path / "gradebook.csv"
     completed = _grade(
         "--book",
@@ -193,7 +197,7 @@ def test_the_same_seed_asks_the_same_questions_and_gives_the_same_report(tmp_pat
 
 def test_a_name_that_looks_like_a_formula_is_inert_in_the_gradebook(tmp_path: Path) -> None:
     evil = tmp_path / "=1+2"
-    shutil.copytree(SOLUTION, evil, ignore=shutil.ignore_patterns("test_*"))
+    shutil.copytree(SOLUTION, evil, ignore=WITHOUT_TESTS)
     gradebook = tmp_path / "gradebook.csv"
     completed = _grade("--book", "2", str(evil), "--csv", str(gradebook), cwd=tmp_path)
     assert completed.returncode == 0, completed.stderr
@@ -204,8 +208,10 @@ def test_a_name_that_looks_like_a_formula_is_inert_in_the_gradebook(tmp_path: Pa
 
 def test_without_bubblewrap_the_grader_refuses_unless_told_to_accept_less(tmp_path: Path) -> None:
     env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
+    alice = tmp_path / "alice"
+    shutil.copytree(SOLUTION, alice, ignore=WITHOUT_TESTS)
     refused = subprocess.run(
-        [sys.executable, str(SCRIPT), "--book", "2", str(SOLUTION)],
+        [sys.executable, str(SCRIPT), "--book", "2", str(alice)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -225,7 +231,7 @@ def test_without_bubblewrap_the_grader_refuses_unless_told_to_accept_less(tmp_pa
             "--isolation",
             "process",
             "--run-submissions-as-root",
-            str(SOLUTION),
+            str(alice),
         ],
         capture_output=True,
         text=True,
@@ -393,7 +399,7 @@ def test_gradescope_makes_its_folder_like_json_makes_its_file(tmp_path: Path) ->
 
 
 def test_one_folder_given_under_two_names_is_graded_once_and_said_so(tmp_path: Path) -> None:
-    shutil.copytree(SOLUTION, tmp_path / "class" / "alice")
+    shutil.copytree(SOLUTION, tmp_path / "class" / "alice", ignore=WITHOUT_TESTS)
     (tmp_path / "same_class").symlink_to(tmp_path / "class")
     out = tmp_path / "report.json"
     completed = _grade(
