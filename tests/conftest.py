@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from real_book import RealBookRun, real_book_run
 from strength import FULL, examples
 
 from bookproof.grade.integrity import relied_on
@@ -76,3 +77,12 @@ def pytest_configure(config: pytest.Config) -> None:
     for root in relied_on():
         if root.is_dir():
             compileall.compile_dir(root, quiet=2, workers=0)
+
+
+@pytest.fixture(scope="session")
+def real_book(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> RealBookRun:
+    """The real book verified afresh once for the whole run, its workers included.
+
+    tests/real_book.py says why its verdict proves what a run of each test's own did.
+    """
+    return real_book_run(tmp_path_factory, pytestconfig)
