@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from grading import SharedGrades
 from hypothesis import HealthCheck, settings
+from real_book import RealBookRun, real_book_run
 from strength import FULL, examples
 
 from bookproof.grade.integrity import relied_on
@@ -93,3 +94,12 @@ def shared_grades(
     base = tmp_path_factory.getbasetemp()
     session = base.parent if hasattr(request.config, "workerinput") else base
     return SharedGrades(session / "shared-grades")
+
+
+@pytest.fixture(scope="session")
+def real_book(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> RealBookRun:
+    """The real book verified afresh once for the whole run, its workers included.
+
+    tests/real_book.py says why its verdict proves what a run of each test's own did.
+    """
+    return real_book_run(tmp_path_factory, pytestconfig)

@@ -8,6 +8,7 @@ screenshot, at a desktop's (1,280 px) and at a phone's width, under
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import zipfile
@@ -19,7 +20,9 @@ from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
 from markdown_it import MarkdownIt
+from matplotlib.image import imread
 from playwright.sync_api import BrowserContext, Page, sync_playwright
+from real_book import RealBookRun
 from site_building import REPO, build
 from system_components import require_executable
 
@@ -69,12 +72,21 @@ def chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def built_book(chromium: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    """The real book's site, built (and verified) once for this module; html folder, report."""
+def built_book(
+    chromium: str, tmp_path_factory: pytest.TempPathFactory, real_book: RealBookRun
+) -> tuple[Path, Any]:
+    """The real book's site, built once for this module; html folder, report.
+
+    Built from the session's fresh verification of the book (tests/real_book.py),
+    as `build_site.py --report` builds it: the builder refuses a report older than
+    any file it vouches for, or one in which a chapter does not hold. A build that
+    verifies the book itself is tested on the fixture book (test_site_build.py).
+    """
     out = tmp_path_factory.mktemp("book-site")
-    completed = build(DEFAULT_MANIFEST, out)
+    completed = build(DEFAULT_MANIFEST, out, "--report", real_book.report)
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    report = json.loads((out / "verify-report.json").read_text(encoding="utf-8"))
+    assert "verifying the book first" not in completed.stdout
+    report = json.loads(real_book.report.read_text(encoding="utf-8"))
     return out / "html", report
 
 
@@ -127,9 +139,59 @@ def visit(browser: BrowserContext, url: str, viewport: dict[str, int] = DESKTOP)
     return seen
 
 
+# The whole page's size, measured as Playwright measures it for `full_page=True`.
+_FULL_PAGE_SIZE = """() => {
+    const [body, root] = [document.body, document.documentElement];
+    return [
+        Math.max(body.scrollWidth, root.scrollWidth, body.offsetWidth, root.offsetWidth,
+                 body.clientWidth, root.clientWidth),
+        Math.max(body.scrollHeight, root.scrollHeight, body.offsetHeight, root.offsetHeight,
+                 body.clientHeight, root.clientHeight),
+    ];
+}"""
+
+
 def screenshot(page: Page, name: str) -> None:
+    """Save the whole page as a PNG, pixel for pixel what `page.screenshot(full_page=True)` saves.
+
+    Asked of Chromium directly, with its fast PNG encoder (`optimizeForSpeed`):
+    a chapter is tens of thousands of pixels tall, and Playwright's default
+    encoder took twice as long for the same pixels (a larger file, still lossless).
+    """
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    page.evaluate("document.fonts.ready.then(() => true)")  # as Playwright waits for them
+    width, height = page.evaluate(_FULL_PAGE_SIZE)
+    session = page.context.new_cdp_session(page)
+    try:
+        shot = session.send(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+                "optimizeForSpeed": True,
+            },
+        )
+    finally:
+        session.detach()
+    (SCREENSHOTS / f"{name}.png").write_bytes(base64.b64decode(shot["data"]))
+
+
+def test_a_saved_screenshot_holds_the_same_pixels_as_playwrights_full_page_one(
+    browser: BrowserContext, site_url: str
+) -> None:
+    seen = visit(browser, site_url + "glossary.html")
+    try:
+        screenshot(seen.page, "glossary-desktop")
+        # Decoded (matplotlib reads PNG) to an array of pixels, height x width x RGBA.
+        saved = imread(SCREENSHOTS / "glossary-desktop.png", format="png")
+        playwrights = imread(io.BytesIO(seen.page.screenshot(full_page=True)), format="png")
+        assert saved.shape == playwrights.shape
+        assert saved.shape[0] > DESKTOP["height"], "the glossary no longer runs past one screen"
+        assert (saved == playwrights).all(), "the pixels differ"
+        assert seen.problems == []
+    finally:
+        seen.page.close()
 
 
 def chapter_report(report: Any, chapter: ManifestChapter) -> Any:
@@ -230,7 +292,11 @@ def test_no_internal_link_is_broken(browser: BrowserContext, site_url: str) -> N
             url = queue.pop()
             if url in anchors:
                 continue
-            response = page.goto(url, wait_until="load")
+            # The ids and links are the parsed page's, once its scripts (Furo's,
+            # and book.js, deferred) have run: that is DOMContentLoaded. Images
+            # and styles are not waited for: this test holds the links, and
+            # visit() holds what the pages it opens load.
+            response = page.goto(url, wait_until="domcontentloaded")
             if response is None or response.status != 200:
                 broken.append(f"{url}: HTTP {response.status if response else '-'}")
                 anchors[url] = set()
@@ -442,7 +508,7 @@ def test_at_a_laptops_width_the_sections_are_in_view_and_every_output_fits_the_c
 
 
 def test_the_one_page_book_holds_every_drafted_chapter_in_order_with_working_links(
-    browser: BrowserContext, site_url: str
+    browser: BrowserContext, site_url: str, built_book: tuple[Path, Any]
 ) -> None:
     seen = visit(browser, site_url + "index.html")
     try:
@@ -466,9 +532,11 @@ def test_the_one_page_book_holds_every_drafted_chapter_in_order_with_working_lin
         assert [title.rstrip("¶").strip() for title in titles] == [
             f"Chapter {chapter.number}. {chapter.title}" for chapter in DRAFTED
         ]
+        # Every listing the verifier proved, as on the chapter's own page (whose
+        # count test_a_chapter_page_shows_each_listing_... holds to the same report).
         for chapter in DRAFTED:
             listings = page.locator(f"#ch{chapter.number} .listing").count()
-            assert listings == page_listings(browser, site_url, chapter)
+            assert listings == chapter_report(built_book[1], chapter)["listings"]["total"]
         # One page holds each id once, whichever chapters share a heading.
         twice = page.evaluate(
             """() => {
@@ -515,14 +583,6 @@ def test_the_one_page_book_holds_every_drafted_chapter_in_order_with_working_lin
             ".every(b => getComputedStyle(b).display === 'none')"
         )
         assert seen.problems == []
-    finally:
-        seen.page.close()
-
-
-def page_listings(browser: BrowserContext, site_url: str, chapter: ManifestChapter) -> int:
-    seen = visit(browser, site_url + page_path(chapter))
-    try:
-        return seen.page.locator("article .listing").count()
     finally:
         seen.page.close()
 
