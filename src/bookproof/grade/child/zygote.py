@@ -3,8 +3,9 @@
 Starting an interpreter and importing pytest (and Hypothesis) costs more than
 most learners' tests take to run, nine times a submission. The zygote pays it
 once: in one bubblewrap sandbox per learner-test file and submission, it
-imports pytest, Hypothesis and this package (never the learner's code), then
-forks one process per run the grader sends it.
+imports pytest, Hypothesis where the folder names it, and this package
+(never the learner's code), then forks one process per run the grader
+sends it.
 
 The runs must still share nothing (exercises/GRADING.md): a test that could
 tell the first run from the next could record how the reference behaved and
@@ -55,6 +56,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .limits import READY, start_up
+from .test_run import _mentions_hypothesis
 
 __all__ = ["main", "probe"]
 
@@ -246,8 +248,12 @@ def _descriptors(channel: int, out: int, err: int) -> None:
     os.closerange(CHANNEL + 1, os.sysconf("SC_OPEN_MAX"))
 
 
-def _warm() -> None:
-    """Import what every run needs, so that a run only collects and runs the learner's tests."""
+def _warm(workdir: str) -> None:
+    """Import what every run needs, so that a run only collects and runs the learner's tests.
+
+    Hypothesis only for a folder that names it, as a run of its own would:
+    a run's address-space limit counts what the zygote loaded.
+    """
     import importlib
 
     import pytest
@@ -258,8 +264,9 @@ def _warm() -> None:
             importlib.import_module(f"_pytest.{name}")
         except ImportError:
             continue
-    with contextlib.suppress(ImportError):
-        import hypothesis  # noqa: F401
+    if _mentions_hypothesis(workdir):
+        with contextlib.suppress(ImportError):
+            import hypothesis  # noqa: F401
     from . import stand_in, test_run  # noqa: F401
 
     del pytest
@@ -272,7 +279,7 @@ def main() -> None:
     _check(_libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl")
     # The zygote must fork and unshare; each run installs the filter for itself.
     start_up(config["limits"], require_filter=False, forbid_processes=False)
-    _warm()
+    _warm(config["workdir"])
     control = socket.socket(fileno=config["control"])
     while True:
         message, fds, _, _ = socket.recv_fds(control, _MESSAGE_BYTES, 3)
