@@ -43,6 +43,7 @@ from bookproof.grade.sandbox import (
     Limits,
     bubblewrap_problem,
     describe,
+    one_sandbox_per_run,
     root_children_accepted,
     stop_everything,
     unprivileged_problem,
@@ -121,6 +122,14 @@ def _parser() -> argparse.ArgumentParser:
         "this interpreter: accept running each submission as root, which can read and "
         "write everything root can (the first line printed says so). Only for "
         "submissions you trust",
+    )
+    parser.add_argument(
+        "--one-sandbox-per-run",
+        action="store_true",
+        help="in bubblewrap mode, start a sandbox of its own for every run of a learner's "
+        "tests, instead of forking each run, in namespaces of its own, from one warm "
+        "sandbox per test file: slower, the same grades (the benchmark's baseline). "
+        "Where the kernel refuses namespaces inside the sandbox this is the path taken anyway",
     )
     parser.add_argument(
         "-j",
@@ -324,6 +333,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         _warn_unmatched(roster, names)
     limits = Limits(timeout=args.timeout, memory_bytes=args.memory_mb * 1024 * 1024)
     seed = args.seed if args.seed is not None else secrets.randbits(63)
+    with one_sandbox_per_run(args.one_sandbox_per_run):
+        return _grade_and_report(args, book, folders, names, roster, isolation, limits, seed)
+
+
+def _grade_and_report(
+    args: argparse.Namespace,
+    book: Book,
+    folders: list[Path],
+    names: list[str],
+    roster: Roster | None,
+    isolation: Isolation,
+    limits: Limits,
+    seed: int,
+) -> int:
     print(f"grade-exercises: {book.title}; {describe(isolation)}; seed {seed}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _interrupted)
     # Taken before grading: the report names the grader that graded.

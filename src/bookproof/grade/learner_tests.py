@@ -2,14 +2,27 @@
 
 For one test file the grader makes a list of runs: the reference solution
 `reference_runs` times and each declared faulty version once, shuffled with
-this run's seed. Each run is a socket pair between two sandboxes: in a fresh
-one, pytest runs the learner's file over a fresh copy of their folder in
+this run's seed. Each run is a socket pair between two sandboxes: in the
+learner's, pytest runs the learner's file over a copy of their folder in
 which the book's module is a stand-in (`gradechild.stand_in`); in the
 oracle's (`bookproof.grade.oracle`, one per test file for the batch), a
 server forked for this run serves the reference or that faulty version. The
 learner's process never holds the code under test, so a test can tell the
-versions apart by behaviour only; the runs share nothing (fresh copies, fresh
-/tmp), so a test cannot learn which run it is in.
+versions apart by behaviour only.
+
+The runs share nothing, so a test cannot learn which run it is in (else a
+suite could record the first run's behaviour and flag any difference). In
+bubblewrap mode, where the kernel allows namespaces inside the sandbox, all
+runs of a file fork from one warm zygote in one sandbox per submission
+(`gradechild.zygote`): each run gets new user, mount, IPC, network, PID and
+UTS namespaces, a fresh /tmp, no /proc, no capabilities, its own limits
+and filter, and only its own descriptors, so what one run leaves (files,
+shared memory, sockets, processes) is gone before the next starts, and the
+zygote is neither visible nor traceable from a run. Elsewhere (process
+mode, a kernel that refuses nested namespaces, or `one_sandbox_per_run`),
+each run starts a sandbox of its own over a fresh copy of the folder.
+Either way a run that runs out of time or floods its output is ended with
+its whole sandbox.
 
 Where the tests make folders for the code they test (`Surface.files`), the
 learner's sandbox gets a temporary folder under a name chosen for the run
@@ -48,7 +61,15 @@ from pathlib import Path
 
 import bookproof
 from bookproof.grade.book import FaultyVersion, LearnerTests
-from bookproof.grade.sandbox import Isolation, Launch, Limits, exited, start, stop
+from bookproof.grade.sandbox import (
+    Isolation,
+    Launch,
+    Limits,
+    exited,
+    runs_share_a_sandbox,
+    start,
+    stop,
+)
 from bookproof.grade.session import IsolationFailed, Outcome, Output
 from bookproof.layout import REPO_ROOT
 
@@ -60,6 +81,9 @@ _SOURCE = Path(bookproof.__file__).resolve().parent.parent
 
 _TESTS_BOOT = (
     "import sys; sys.path.insert(0, {grader!r}); from gradechild.test_run import main; main()"
+)
+_ZYGOTE_BOOT = (
+    "import sys; sys.path.insert(0, {grader!r}); from gradechild.zygote import main; main()"
 )
 _ORACLE_BOOT = (
     "import sys; sys.path.insert(0, {grader!r} + '/src'); "
@@ -79,6 +103,7 @@ class _Run:
     variant: FaultyVersion | None  # None: the reference
     status: int | None  # pytest's exit status; None when the run did not finish
     fate: str = ""  # "timeout" | "flood" | "" (finished)
+    said: bytes = b""  # the end of what it printed, never read for a verdict
 
 
 def grade_tests(
@@ -95,12 +120,13 @@ def grade_tests(
     plan: list[FaultyVersion | None] = [None] * group.reference_runs + group.versions()
     random.Random(f"{seed}:{group.file}:order").shuffle(plan)
     runs: list[_Run] = []
-    for variant in plan:
-        runs.append(_run(group, copy, variant, isolation, limits, seed))
-        if variant is None and runs[-1].status != 0:
-            # One failed run against the reference decides every check of the
-            # file: the runs left could change nothing, only cost time.
-            break
+    with contextlib.closing(_runner(group, copy, isolation, limits)) as runner:
+        for variant in plan:
+            runs.append(runner.run(variant, seed))
+            if variant is None and runs[-1].status != 0:
+                # One failed run against the reference decides every check of the
+                # file: the runs left could change nothing, only cost time.
+                break
     reference = [run for run in runs if run.variant is None]
     problem = _reference_problem(group, reference, limits)
     if problem is not None:
@@ -198,37 +224,7 @@ class _Oracle:
             theirs.close()
         assert self._process.stdin is not None
         self._process.stdin.close()
-        self._output = Output(limits.output_bytes)
-        self._wait_until_ready(limits.tests_timeout)
-        # Its tracebacks, if a request breaks the code under test, must never block it.
-        threading.Thread(target=self._discard_output, daemon=True).start()
-
-    def _wait_until_ready(self, timeout: float) -> None:
-        assert self._process.stdout is not None
-        deadline = time.monotonic() + timeout
-        stdout = self._process.stdout.fileno()
-        while not self._output.started():
-            if exited(self._process) or time.monotonic() > deadline:
-                stop(self._process, close_streams=False)
-                self._output.drain(self._process.stdout, "stdout")
-                self._output.drain(self._process.stderr, "stderr")
-                if not self._output.started():
-                    raise self._output.never_started(self._process)
-                break
-            readable, _, _ = select.select([stdout], [], [], 0.2)
-            if readable:
-                chunk = os.read(stdout, 4096)
-                if chunk:
-                    self._output.take(chunk, "stdout")
-
-    def _discard_output(self) -> None:
-        streams = [s for s in (self._process.stdout, self._process.stderr) if s is not None]
-        with contextlib.suppress(OSError, ValueError):
-            while streams:
-                readable, _, _ = select.select(streams, [], [], 1.0)
-                for stream in readable:
-                    if not os.read(stream.fileno(), 65536):
-                        streams.remove(stream)
+        _wait_until_ready(self._process, limits)
 
     def serve(
         self,
@@ -259,6 +255,43 @@ class _Oracle:
             self._control.close()
         stop(self._process)
         shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def _wait_until_ready(process: subprocess.Popen[bytes], limits: Limits) -> None:
+    """Wait for a long-lived child's ready line, then drain its output for good.
+
+    Raises IsolationFailed when it ends (or its clock runs out) before it.
+    """
+    assert process.stdout is not None
+    output = Output(limits.output_bytes)
+    deadline = time.monotonic() + limits.tests_timeout
+    stdout = process.stdout.fileno()
+    while not output.started():
+        if exited(process) or time.monotonic() > deadline:
+            stop(process, close_streams=False)
+            output.drain(process.stdout, "stdout")
+            output.drain(process.stderr, "stderr")
+            if not output.started():
+                raise output.never_started(process)
+            break
+        # Woken by its first bytes; the bound only rechecks its exit and the clock.
+        readable, _, _ = select.select([stdout], [], [], 0.2)
+        if readable:
+            chunk = os.read(stdout, 4096)
+            if chunk:
+                output.take(chunk, "stdout")
+    # Its tracebacks, if a request breaks it, must never block it.
+    threading.Thread(target=_discard_output, args=(process,), daemon=True).start()
+
+
+def _discard_output(process: subprocess.Popen[bytes]) -> None:
+    streams = [s for s in (process.stdout, process.stderr) if s is not None]
+    with contextlib.suppress(OSError, ValueError):
+        while streams:
+            readable, _, _ = select.select(streams, [], [], 1.0)
+            for stream in readable:
+                if not os.read(stream.fileno(), 65536):
+                    streams.remove(stream)
 
 
 # One oracle per learner-test file, isolation mode and limits, for the whole batch.
@@ -295,25 +328,11 @@ def _run(
     seed: str,
 ) -> _Run:
     scratch = Path(tempfile.mkdtemp(prefix="bookproof-tests-"))
-    # In a sandbox of its own, the tests' temporary folder is copied to the
-    # code under test; the same filesystem needs no copy (process mode).
-    # Its name is unguessable, so no run can name another's copy.
-    shared = None
-    if group.surface.files and isolation is Isolation.BUBBLEWRAP:
-        shared = f"/tmp/work-{secrets.token_hex(16)}"
+    shared = _scratch_name(group, isolation)
     ours, theirs = socket.socketpair()
     learner = None
     try:
-        # Reached by the child's user through a scratch folder it cannot list.
-        os.chmod(scratch, 0o711)
-        folder = scratch / f"submission-{secrets.token_hex(8)}"
-        shutil.copytree(copy, folder)
-        stand_in = folder / f"{group.book.module}.py"
-        stand_in.unlink(missing_ok=True)
-        stand_in.write_text(
-            _STAND_IN.format(surface=repr(group.surface.describe())), encoding="utf-8"
-        )
-        os.chmod(stand_in, 0o644)
+        folder = _learner_folder(group, copy, scratch)
         (scratch / "learner").mkdir()
         _oracle(group, isolation, limits).serve(ours, variant, seed, limits.tests_timeout, shared)
         ours.close()
@@ -342,6 +361,264 @@ def _run(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _learner_folder(group: LearnerTests, copy: Path, scratch: Path) -> Path:
+    """A copy of the learner's folder in `scratch`, the book's module replaced by the stand-in."""
+    # Reached by the child's user through a scratch folder it cannot list.
+    os.chmod(scratch, 0o711)
+    folder = scratch / f"submission-{secrets.token_hex(8)}"
+    shutil.copytree(copy, folder)
+    stand_in = folder / f"{group.book.module}.py"
+    stand_in.unlink(missing_ok=True)
+    stand_in.write_text(_STAND_IN.format(surface=repr(group.surface.describe())), encoding="utf-8")
+    os.chmod(stand_in, 0o644)
+    return folder
+
+
+def _scratch_name(group: LearnerTests, isolation: Isolation) -> str | None:
+    """Where a run's tests keep the folders the code under test must see; None if nowhere.
+
+    In a sandbox of its own, the tests' temporary folder is copied to the
+    code under test; the same filesystem needs no copy (process mode). Its
+    name is unguessable, so no run can name another's copy.
+    """
+    if group.surface.files and isolation is Isolation.BUBBLEWRAP:
+        return f"/tmp/work-{secrets.token_hex(16)}"
+    return None
+
+
+def _runner(
+    group: LearnerTests, copy: Path, isolation: Isolation, limits: Limits
+) -> _SandboxPerRun | _Zygote:
+    if runs_share_a_sandbox(isolation):
+        return _Zygote(group, copy, isolation, limits)
+    return _SandboxPerRun(group, copy, isolation, limits)
+
+
+class _SandboxPerRun:
+    """Each run in a sandbox of its own, over a fresh copy of the folder: the path of every mode."""
+
+    def __init__(
+        self, group: LearnerTests, copy: Path, isolation: Isolation, limits: Limits
+    ) -> None:
+        self._args = (group, copy)
+        self._isolation, self._limits = isolation, limits
+
+    def run(self, variant: FaultyVersion | None, seed: str) -> _Run:
+        group, copy = self._args
+        return _run(group, copy, variant, self._isolation, self._limits, seed)
+
+    def close(self) -> None:
+        pass
+
+
+class _Zygote:
+    """One warm sandbox for one learner-test file of one submission; each run forks from it.
+
+    The sandbox shows a copy of the folder (with the stand-in) read-only, as
+    a run's own sandbox would. `gradechild.zygote` makes each run's world
+    (namespaces, /tmp, no /proc, no capabilities, its limits); this side
+    sends a run its socket to the oracle's server and two fresh pipes, reads
+    its output under the same bound as ever and its exit status, and ends the
+    whole sandbox when a run runs out of time or floods its output (the next
+    run then gets a new one).
+    """
+
+    def __init__(
+        self, group: LearnerTests, copy: Path, isolation: Isolation, limits: Limits
+    ) -> None:
+        self._group, self._isolation, self._limits = group, isolation, limits
+        self._scratch = Path(tempfile.mkdtemp(prefix="bookproof-tests-"))
+        self._folder = _learner_folder(group, copy, self._scratch)
+        self._process: subprocess.Popen[bytes] | None = None
+        self._control: socket.socket | None = None
+        self._starts = 0
+
+    def _start(self) -> tuple[subprocess.Popen[bytes], socket.socket]:
+        ours, theirs = socket.socketpair()
+        self._starts += 1
+        home = self._scratch / f"zygote-{self._starts}"
+        home.mkdir()
+        config = {
+            "control": theirs.fileno(),
+            "workdir": "{workdir}",
+            # The zygote lives for the file's runs; each run sets its own clock.
+            "limits": self._limits.for_child(24 * 3600),
+            "tmp_bytes": self._limits.tmp_bytes,
+        }
+        try:
+            process = start(
+                self._isolation,
+                Launch(
+                    _ZYGOTE_BOOT,
+                    config,
+                    self._folder,
+                    (theirs.fileno(),),
+                    tmp_bytes=self._limits.tmp_bytes,
+                ),
+                home,
+            )
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            _wait_until_ready(process, self._limits)
+        except BaseException:
+            ours.close()
+            raise
+        self._process, self._control = process, ours
+        return process, ours
+
+    def _end(self) -> None:
+        if self._control is not None:
+            with contextlib.suppress(OSError):
+                self._control.close()
+        if self._process is not None:
+            stop(self._process)
+        self._process, self._control = None, None
+
+    def close(self) -> None:
+        self._end()
+        shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def run(self, variant: FaultyVersion | None, seed: str) -> _Run:
+        group, limits = self._group, self._limits
+        process, control = (
+            (self._process, self._control)
+            if self._process is not None and self._control is not None
+            else self._start()
+        )
+        shared = _scratch_name(group, self._isolation)
+        ours, theirs = socket.socketpair()
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        try:
+            _oracle(group, self._isolation, limits).serve(
+                ours, variant, seed, limits.tests_timeout, shared
+            )
+            ours.close()
+            config = {
+                "file": group.file,
+                "scratch": shared,
+                "limits": limits.for_child(limits.tests_timeout),
+                "require_filter": True,
+            }
+            try:
+                socket.send_fds(
+                    control,
+                    [json.dumps({"config": config}).encode()],
+                    [theirs.fileno(), out_write, err_write],
+                )
+            except OSError as exc:
+                raise IsolationFailed(f"the sandbox for {group.file} stopped ({exc})") from None
+            # The run holds the only copies now: its pipes close when it ends.
+            for fd in (out_write, err_write):
+                os.close(fd)
+            out_write = err_write = -1
+            theirs.close()
+            return self._watch(process, control, variant, out_read, err_read)
+        finally:
+            ours.close()
+            theirs.close()
+            for fd in (out_read, err_read, out_write, err_write):
+                if fd >= 0:
+                    os.close(fd)
+
+    def _watch(
+        self,
+        process: subprocess.Popen[bytes],
+        control: socket.socket,
+        variant: FaultyVersion | None,
+        out_read: int,
+        err_read: int,
+    ) -> _Run:
+        output = _Heard(self._limits.output_bytes)
+        selector = selectors.DefaultSelector()
+        selector.register(out_read, selectors.EVENT_READ, "stdout")
+        selector.register(err_read, selectors.EVENT_READ, "stderr")
+        # The zygote writes the run's status here the moment the run has ended.
+        selector.register(control, selectors.EVENT_READ, "status")
+        deadline = time.monotonic() + self._limits.tests_timeout
+        status: int | None = None
+        try:
+            while status is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self._end()  # the run, with the sandbox it runs in
+                    return _Run(variant, None, "timeout", output.said)
+                for key, _ in selector.select(timeout=remaining):
+                    if key.data == "status":
+                        status = _status(control, process, output)
+                        break
+                    chunk = os.read(key.fd, 65536)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                    elif not output.take(chunk, key.data):
+                        self._end()
+                        return _Run(variant, None, "flood", output.said)
+        finally:
+            selector.close()
+        for fd, name in ((out_read, "stdout"), (err_read, "stderr")):
+            _drain(fd, name, output)
+        if not output.started():
+            detail = output.tail.decode("utf-8", "replace").strip().splitlines()[:1]
+            raise IsolationFailed(
+                f"a run of {self._group.file} ended before it started (status {status})"
+                + (f": {detail[0]}" if detail else "")
+            )
+        return _Run(variant, status, "", output.said)
+
+
+class _Heard(Output):
+    """A run's output, which also keeps the last few kilobytes of both streams, as they came.
+
+    Never read for a verdict (only the exit status is): it is there to say
+    what a run printed when the grader's own tests or a defect need it.
+    """
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(limit)
+        self.said = b""
+
+    def take(self, data: bytes, stream: str) -> bool:
+        self.said = (self.said + data)[-8192:]
+        return super().take(data, stream)
+
+
+def _status(control: socket.socket, process: subprocess.Popen[bytes], output: Output) -> int:
+    """The run's exit status as the zygote reports it; IsolationFailed if the zygote is gone."""
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 16:
+        chunk = control.recv(16 - len(line))
+        if not chunk:
+            stop(process, close_streams=False)
+            output.drain(process.stderr, "stderr")
+            raise IsolationFailed(
+                "the learner-test sandbox stopped before a run ended"
+                + (
+                    f": {output.tail.decode('utf-8', 'replace').strip()[-200:]}"
+                    if output.tail
+                    else ""
+                )
+            )
+        line += chunk
+    return int(line)
+
+
+def _drain(fd: int, name: str, output: Output) -> None:
+    """What a finished run left in a pipe, up to the bound (every writer is closed by now)."""
+    os.set_blocking(fd, False)
+    with contextlib.suppress(BlockingIOError):
+        while output.seen <= output.limit:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            output.take(chunk, name)
+
+
 def _exit_descriptor(process: subprocess.Popen[bytes]) -> int | None:
     """A descriptor that becomes readable when `process` ends, without reaping it; None if none.
 
@@ -359,7 +636,7 @@ def _exit_descriptor(process: subprocess.Popen[bytes]) -> int | None:
 
 
 def _watch(learner: subprocess.Popen[bytes], variant: FaultyVersion | None, limits: Limits) -> _Run:
-    output = Output(limits.output_bytes)
+    output = _Heard(limits.output_bytes)
     assert learner.stdin is not None and learner.stdout is not None
     assert learner.stderr is not None
     learner.stdin.close()
@@ -377,7 +654,7 @@ def _watch(learner: subprocess.Popen[bytes], variant: FaultyVersion | None, limi
         while not exited(learner):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return _Run(variant, None, "timeout")
+                return _Run(variant, None, "timeout", output.said)
             for key, _ in selector.select(timeout=min(remaining, 0.2)):
                 if key.data == "exit":
                     continue  # `exited` sees it now; what is left in the pipes is drained below
@@ -385,7 +662,7 @@ def _watch(learner: subprocess.Popen[bytes], variant: FaultyVersion | None, limi
                 if not chunk:
                     selector.unregister(key.fileobj)
                 elif not output.take(chunk, key.data):
-                    return _Run(variant, None, "flood")
+                    return _Run(variant, None, "flood", output.said)
     finally:
         selector.close()
         if ended is not None:
@@ -395,4 +672,4 @@ def _watch(learner: subprocess.Popen[bytes], variant: FaultyVersion | None, limi
     output.drain(learner.stderr, "stderr")
     if not output.started():
         raise output.never_started(learner)
-    return _Run(variant, status)
+    return _Run(variant, status, "", output.said)

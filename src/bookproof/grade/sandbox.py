@@ -15,7 +15,12 @@ tool that runs untrusted Python. This module holds the grader's policy:
   caller accepted running it as root (`root_children_accepted`), and then
   `describe` says so; the oracle, which runs none, as the grader;
 - the limits of a grading run (`Limits`): a clock per question, output and
-  memory bounds.
+  memory bounds;
+- how a learner's test file runs (`runs_share_a_sandbox`): in bubblewrap
+  mode, all of a file's runs fork from one warm zygote in one sandbox, each
+  in namespaces of its own (`gradechild.zygote`), wherever the kernel allows
+  namespaces inside the sandbox (`nested_runs_problem`); elsewhere, or when
+  the caller asks (`one_sandbox_per_run`), each run gets a sandbox of its own.
 
 In process mode a child finds its folders at their real paths; `gradechild`
 is copied into its scratch folder, so that it never needs to read the
@@ -31,6 +36,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +68,10 @@ __all__ = [
     "describe",
     "exited",
     "files_seen_at",
+    "nested_runs_problem",
+    "one_sandbox_per_run",
     "root_children_accepted",
+    "runs_share_a_sandbox",
     "start",
     "stop",
     "stop_everything",
@@ -168,6 +177,71 @@ def root_children_accepted(accepted: bool = True) -> Iterator[None]:
         yield
     finally:
         _ROOT_CHILDREN_ACCEPTED[0] = before
+
+
+# Whether each run of a learner's tests gets a bubblewrap sandbox of its own
+# even where the zygote could serve it: the old path, kept as the benchmark's
+# baseline. A plain flag, like the one above, for the grader's worker threads.
+_ONE_SANDBOX_PER_RUN = [False]
+
+
+@contextlib.contextmanager
+def one_sandbox_per_run(chosen: bool = True) -> Iterator[None]:
+    """While inside, every run of a learner's tests starts a bubblewrap sandbox of its own."""
+    before = _ONE_SANDBOX_PER_RUN[0]
+    _ONE_SANDBOX_PER_RUN[0] = chosen
+    try:
+        yield
+    finally:
+        _ONE_SANDBOX_PER_RUN[0] = before
+
+
+@functools.cache
+def nested_runs_problem() -> str | None:
+    """None when a bubblewrap sandbox here can give each run namespaces of its own; else why not.
+
+    The zygote's runs need new user, mount, PID, network and IPC namespaces
+    inside the sandbox, and a tmpfs mounted in them: some kernels and
+    containers refuse a user namespace inside another. Tried once, for real.
+    """
+    problem = bubblewrap_problem()
+    if problem is not None:
+        return problem
+    view = View({f"{_GRADER}/{_CHILD_NAME}": CHILD_PACKAGE}, _GRADER, environment=dict(ENVIRONMENT))
+    code = (
+        f"import sys; sys.path.insert(0, {_GRADER!r}); from gradechild.zygote import probe; probe()"
+    )
+    with tempfile.TemporaryDirectory(prefix="bookproof-probe-") as scratch:
+        try:
+            process = runtime.start(
+                Isolation.BUBBLEWRAP,
+                view,
+                [sys.executable, "-I", "-B", "-c", code],
+                Path(scratch),
+            )
+        except OSError as exc:
+            return f"the nested namespaces could not be tried ({type(exc).__name__})"
+        try:
+            _, err = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            return "trying the nested namespaces did not finish within 60 s"
+        finally:
+            stop(process)
+    if process.returncode != 0:
+        said = err.decode("utf-8", "replace").strip().splitlines()
+        return "this kernel refuses namespaces inside the sandbox" + (
+            f": {said[-1]}" if said else ""
+        )
+    return None
+
+
+def runs_share_a_sandbox(isolation: Isolation) -> bool:
+    """Whether a learner's test runs fork from one zygote sandbox (True) or get one each."""
+    return (
+        isolation is Isolation.BUBBLEWRAP
+        and not _ONE_SANDBOX_PER_RUN[0]
+        and nested_runs_problem() is None
+    )
 
 
 def files_seen_at(isolation: Isolation, files: Path) -> str:
@@ -295,7 +369,13 @@ def _placed(value: Any, places: Mapping[str, str]) -> Any:
 def describe(isolation: Isolation) -> str:
     """One line for the terminal and the reports' readers: what a submission could reach."""
     if isolation is Isolation.BUBBLEWRAP:
-        return "bubblewrap sandbox: each submission sees only its own files"
+        runs = (
+            "each run of a learner's tests in namespaces of its own, forked in one sandbox "
+            "per test file"
+            if runs_share_a_sandbox(isolation)
+            else "each run of a learner's tests in a sandbox of its own"
+        )
+        return f"bubblewrap sandbox: each submission sees only its own files; {runs}"
     if child_user() is not None:
         return (
             f"process isolation as the unprivileged user {NOBODY} (nobody): a submission "

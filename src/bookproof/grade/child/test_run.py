@@ -1,9 +1,11 @@
 """The first code of a learner's test run: limits, the stand-in's socket, then pytest.
 
-The process exits with pytest's own exit status (0: every test passed,
-1: a test failed, anything else: the tests could not run); that number is
-all the grader takes from the run. Test output goes to stdout, which the
-grader drains and never shows.
+`main` is a run in an interpreter of its own (one sandbox per run); `run`
+is the same run in a process the zygote forked (`gradechild.zygote`), with
+pytest already imported. Either way the process exits with pytest's own
+exit status (0: every test passed, 1: a test failed, anything else: the
+tests could not run); that number is all the grader takes from the run.
+Test output goes to stdout, which the grader drains and never shows.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import os
 import sys
 import tempfile
+from typing import Any
 
 from .limits import start_up
 from .stand_in import connect
@@ -58,7 +61,11 @@ def _verdicts_without_shrinking() -> None:
 
 
 def main() -> None:
-    config = json.loads(sys.argv[1])
+    run(json.loads(sys.argv[1]))
+
+
+def run(config: dict[str, Any]) -> None:
+    """Limits first, then the socket and pytest; never returns (exits with pytest's status)."""
     start_up(config["limits"], require_filter=config["require_filter"])
     scratch = config.get("scratch")
     if scratch is not None:
