@@ -43,6 +43,7 @@ SLOW_FILES = (
     "bookproof/test_grade_gradescope*.py",
     "bookproof/test_grade_hostile.py",
     "bookproof/test_grade_isolation.py",
+    "bookproof/test_grade_zygote.py",
     "bookproof/test_notebooks_execute.py",
     "site/test_site_browser.py",
     "site/test_site_build.py",
