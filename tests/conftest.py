@@ -82,25 +82,30 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def shared_grades(
+def session_folder(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> SharedGrades:
-    """Graded rows every test of this session shares (`grading.grade_batch(shared=...)`).
+) -> Path:
+    """A folder of this test run alone that every xdist worker sees.
 
-    Under xdist a worker's base temporary folder is made inside the
-    session's own, so the parent is the one folder all workers see; run
-    without workers, the session's base is it. Either way it is this
-    session's alone: nothing graded in an earlier run is ever read.
+    An xdist worker's base temporary folder is `pytest-N/popen-gwK`, made
+    inside the run's own, so its parent is the one folder all workers share;
+    without workers, the run's base is it. Nothing from an earlier run is
+    ever in it, so what tests share through it is never stale.
     """
     base = tmp_path_factory.getbasetemp()
-    session = base.parent if hasattr(request.config, "workerinput") else base
-    return SharedGrades(session / "shared-grades")
+    return base.parent if hasattr(request.config, "workerinput") else base
 
 
 @pytest.fixture(scope="session")
-def real_book(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> RealBookRun:
+def shared_grades(session_folder: Path) -> SharedGrades:
+    """Graded rows every test of this session shares (`grading.grade_batch(shared=...)`)."""
+    return SharedGrades(session_folder / "shared-grades")
+
+
+@pytest.fixture(scope="session")
+def real_book(session_folder: Path) -> RealBookRun:
     """The real book verified afresh once for the whole run, its workers included.
 
     tests/real_book.py says why its verdict proves what a run of each test's own did.
     """
-    return real_book_run(tmp_path_factory, pytestconfig)
+    return real_book_run(session_folder)

@@ -34,7 +34,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
 from verifying import REPO, SCRIPT
 
 __all__ = ["RealBookRun", "real_book_run"]
@@ -69,13 +68,6 @@ class RealBookRun:
         return rows[0]
 
 
-def _shared_folder(factory: pytest.TempPathFactory, config: pytest.Config) -> Path:
-    base = factory.getbasetemp()
-    # An xdist worker's temporary folder is `pytest-N/popen-gwK`: its parent is
-    # this run's alone, seen by every worker. Without xdist, the folder itself.
-    return base.parent if hasattr(config, "workerinput") else base
-
-
 def _write_whole(path: Path, text: str) -> None:
     # Written whole, then renamed: no reader ever sees half a result.
     descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".result-")
@@ -84,9 +76,13 @@ def _write_whole(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def real_book_run(factory: pytest.TempPathFactory, config: pytest.Config) -> RealBookRun:
-    """This session's verification of the real book: run by the first caller, read by the rest."""
-    folder = _shared_folder(factory, config) / "real-book-verification"
+def real_book_run(session_folder: Path) -> RealBookRun:
+    """This session's verification of the real book: run by the first caller, read by the rest.
+
+    `session_folder` is this run's own folder that every worker sees (the
+    `session_folder` fixture).
+    """
+    folder = session_folder / "real-book-verification"
     folder.mkdir(exist_ok=True)
     report = folder / "report.json"
     result = folder / "result.json"
