@@ -16,7 +16,9 @@ through the environment of the worker's process:
 With `SOVEREIGN_TEST_SUPPLIER` (the address of the book's supplier desk), the
 setup is chapter 11's instead: `place_order` orders, then purchases at that
 desk under the order's idempotency key, and the worker settles a purchase a
-dead worker left at the same desk.
+dead worker left at the same desk. `SOVEREIGN_TEST_DESK_PAUSE` (seconds)
+caps the pause between two attempts at that desk, for a test whose desk is
+down on purpose: every attempt is still made, only the waiting is shorter.
 
 Events: `ask-N` (the model is about to be asked for step N), `reply-N` (it
 has answered, not yet journaled), `journaled-N` (its reply is journaled),
@@ -57,7 +59,12 @@ from sovereign_agent.models import (
     Message,
     ModelReply,
 )
-from sovereign_agent.purchasing import Attempt, SupplierDesk, build_purchasing_tools
+from sovereign_agent.purchasing import (
+    Attempt,
+    DeskSettings,
+    SupplierDesk,
+    build_purchasing_tools,
+)
 from sovereign_agent.runs import Run, submit_run
 from sovereign_agent.store import expect_delivery, open_store, reserve, seed_store, transaction
 from sovereign_agent.tools import Dispatcher, ExecutableTool, ToolOutcome
@@ -240,7 +247,9 @@ def counted(name: str, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 def morning_setup(connection: sqlite3.Connection, run: Run) -> RunSetup:
     url = os.environ.get("SOVEREIGN_TEST_SUPPLIER")
-    supplier = None if not url else SupplierDesk(url, observe=answered)
+    pause = os.environ.get("SOVEREIGN_TEST_DESK_PAUSE")
+    settings = None if not pause else DeskSettings(max_pause_s=float(pause))
+    supplier = None if not url else SupplierDesk(url, settings=settings, observe=answered)
     if supplier is None:
         dispatcher, authority = build_approved_store_tools(connection, run_id=f"run-{run.id}")
     else:

@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 from durable_morning import CALLS, EVENTS, essence, morning_store, read_log
+from forked_worker import ForkedWorker, stop_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from shop_store import contents
@@ -37,8 +38,18 @@ from supplier_desk import RunningDesk, ledger_orders, running_desk
 
 TESTS = Path(__file__).resolve().parents[1]
 # Short enough that a dead worker's run is taken over quickly, long enough
-# that a live worker on a busy two-core machine renews in time (every third).
+# that a live worker on a busy two-core machine renews in time (every third):
+# for workers that run side by side.
 LEASE = "0.8"
+# A worker with no rival may let its lease lapse: a renewal checks the owner
+# and the generation, not the clock, and only another worker's claim takes
+# the run away. So where one worker runs at a time (the next one starts after
+# the first was killed or paused), the first takes a short lease, and the
+# next waits a quarter of a second, not most of one, for the dead one's run.
+ALONE = "0.25"
+
+# A forked worker, or the command started by its own interpreter.
+Worker = ForkedWorker | subprocess.Popen[str]
 
 
 def worker(
@@ -49,15 +60,22 @@ def worker(
     kill: str | None = None,
     stop: str | None = None,
     wait: str | None = None,
-) -> subprocess.Popen[str]:
+    lease: str = ALONE,
+    desk_pause: str | None = None,
+    command: bool = False,
+) -> Worker:
+    """A worker process; forked from this one unless `command` asks for `python -m` itself.
+
+    `desk_pause` caps its pauses between attempts at a desk that is down.
+    """
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
         "SOVEREIGN_TEST_LOG": str(log),
         "SOVEREIGN_TEST_SUPPLIER": desk.url,
     }
-    for name in ("SOVEREIGN_TEST_KILL", "SOVEREIGN_TEST_STOP", "SOVEREIGN_TEST_WAIT"):
-        env.pop(name, None)
+    for name in ("KILL", "STOP", "WAIT", "DESK_PAUSE"):
+        env.pop(f"SOVEREIGN_TEST_{name}", None)
     env.pop("SOVEREIGN_TRACE", None)
     if wait is not None:
         env["SOVEREIGN_TEST_WAIT"] = wait
@@ -65,11 +83,16 @@ def worker(
         env["SOVEREIGN_TEST_KILL"] = kill
     if stop is not None:
         env["SOVEREIGN_TEST_STOP"] = stop
+    if desk_pause is not None:
+        env["SOVEREIGN_TEST_DESK_PAUSE"] = desk_pause
+    arguments = [
+        *("--store", str(store), "--once"),
+        *("--lease-seconds", lease, "--poll-seconds", "0.2"),
+    ]
+    if not command:
+        return ForkedWorker(arguments, env)
     return subprocess.Popen(
-        [
-            *(sys.executable, "-m", "sovereign_agent.worker", "--store", str(store), "--once"),
-            *("--lease-seconds", LEASE, "--poll-seconds", "0.2"),
-        ],
+        [sys.executable, "-m", "sovereign_agent.worker", *arguments],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -77,9 +100,17 @@ def worker(
     )
 
 
-def finish(child: subprocess.Popen[str], timeout: float = 60) -> tuple[int, str, str]:
+def finish(child: Worker, timeout: float = 60) -> tuple[int, str, str]:
     out, err = child.communicate(timeout=timeout)
+    assert child.returncode is not None
     return child.returncode, out, err
+
+
+@pytest.fixture(autouse=True)
+def no_worker_left() -> Iterator[None]:
+    """A test that fails half-way leaves no forked worker running (or paused) behind."""
+    yield
+    stop_all()
 
 
 @pytest.fixture
@@ -95,7 +126,7 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     folder = tmp_path_factory.mktemp("reference")
     store = morning_store(folder / "lucy.db")
     with running_desk(folder / "supplier.db") as desk:
-        code, out, err = finish(worker(store, folder / "log", desk))
+        code, out, err = finish(worker(store, folder / "log", desk, command=True))
         check_ledger(store, desk)
     assert code == 0, err
     assert out == (
@@ -242,8 +273,9 @@ def test_a_purchase_in_doubt_while_the_supplier_is_down_stays_prepared_and_is_ne
         url = desk.url
     # The desk is gone: the next worker cannot ask it. The run goes on and the
     # model is told the purchase is still PREPARED; nothing is bought again.
+    # Every attempt at the gone desk is made; the pauses between them are short.
     gone = RunningDesk(url, tmp_path / "supplier.db", desk.process)
-    code, _, err = finish(worker(store, log, gone))
+    code, _, err = finish(worker(store, log, gone, desk_pause="0.05"))
     assert code == 0, err
     with sqlite3.connect(store) as connection:
         purchases = connection.execute(
@@ -278,7 +310,7 @@ def test_the_runs_command_shows_a_resumed_run_and_its_journal(
     store = morning_store(tmp_path / "lucy.db")
     log = tmp_path / "log"
     kill = "after-place_order-SKU-VANILLA"
-    assert finish(worker(store, log, desk, kill=kill))[0] == -signal.SIGKILL
+    assert finish(worker(store, log, desk, kill=kill, lease=LEASE))[0] == -signal.SIGKILL
     listed = subprocess.run(
         [sys.executable, "-m", "sovereign_agent.runs", "--store", str(store), "list"],
         capture_output=True,
@@ -323,7 +355,7 @@ def test_a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it(
 ) -> None:
     store = morning_store(tmp_path / "lucy.db")
     log = tmp_path / "log"
-    first = worker(store, log, desk, wait="enter-place_order-SKU-CHOCOLATE")
+    first = worker(store, log, desk, wait="enter-place_order-SKU-CHOCOLATE", command=True)
     deadline = time.monotonic() + 60
     while not any(event.startswith("waiting-at") for _, event in read_log(log)):
         assert time.monotonic() < deadline and first.poll() is None, "the worker never got there"
@@ -349,7 +381,7 @@ def test_a_worker_told_to_stop_hands_its_run_back_and_another_finishes_it(
     assert found["done place_order-SKU-CHOCOLATE"] == found["done place_order-SKU-VANILLA"] == 1
 
 
-def stopped(child: subprocess.Popen[str], timeout: float = 30) -> None:
+def stopped(child: Worker, timeout: float = 30) -> None:
     """Wait until the kernel reports the child stopped (state T)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -370,7 +402,7 @@ def write_lock_free(store: Path) -> bool:
         return True
 
 
-def pause_holding_no_lock(child: subprocess.Popen[str], store: Path) -> None:
+def pause_holding_no_lock(child: Worker, store: Path) -> None:
     """The worker is stopped at its point, and (it has two threads) not inside a transaction.
 
     Its lease renewer runs on; were it stopped while committing a renewal,
@@ -440,8 +472,8 @@ def test_any_number_of_workers_racing_a_killed_one_finish_the_morning_once(
     log = folder / "log"
     with running_desk(folder / "supplier.db") as desk:
         # All start together; the one with the kill point may not even get the run.
-        children = [worker(store, log, desk, kill=kill)]
-        children += [worker(store, log, desk) for _ in range(others)]
+        children = [worker(store, log, desk, kill=kill, lease=LEASE)]
+        children += [worker(store, log, desk, lease=LEASE) for _ in range(others)]
         results = [finish(child) for child in children]
         check_ledger(store, desk)
     assert results[0][0] in (0, -signal.SIGKILL), results[0][2]
