@@ -3,6 +3,11 @@
 No Jupyter kernel: the code cells (minus those tagged `exercise`) are joined
 into one script and run by a real Python subprocess whose working directory
 is a temporary copy of the exercise folder, as a learner's would be.
+
+Each notebook's first run, beside the untouched starter, is made once for the
+whole file and shared: the test that it runs, the test that running it again
+keeps the learner's files (it runs the second time in the folder the first
+run left) and the test of what the starter shows all read that one run.
 """
 
 from __future__ import annotations
@@ -10,6 +15,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -44,24 +51,51 @@ def _run(folder: Path, script: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@dataclass(frozen=True)
+class FirstRun:
+    """A notebook's cells run once beside the untouched starter, and the folder they left."""
+
+    folder: Path
+    script: str
+    completed: subprocess.CompletedProcess[str]
+
+
+FirstRuns = Callable[[Path], FirstRun]
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> FirstRuns:
+    """Each notebook's first run, made when a test first asks for it and kept for the file."""
+    made: dict[Path, FirstRun] = {}
+
+    def of(notebook: Path) -> FirstRun:
+        if notebook not in made:
+            folder = tmp_path_factory.mktemp(f"{notebook.parent.name}_{notebook.stem}")
+            folder = folder / notebook.parent.name
+            shutil.copytree(notebook.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+            script = _script(notebook)
+            made[notebook] = FirstRun(folder, script, _run(folder, script))
+        return made[notebook]
+
+    return of
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_notebook_setup_and_check_cells_run_with_the_starter(
-    tmp_path: Path, notebook: Path
+    first_run: FirstRuns, notebook: Path
 ) -> None:
-    folder = tmp_path / notebook.parent.name
-    shutil.copytree(notebook.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    completed = _run(folder, _script(notebook))
+    completed = first_run(notebook).completed
     assert completed.returncode == 0, completed.stderr
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_running_the_cells_again_never_overwrites_the_learners_files(
-    tmp_path: Path, notebook: Path
+    first_run: FirstRuns, notebook: Path
 ) -> None:
-    folder = tmp_path / notebook.parent.name
-    shutil.copytree(notebook.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
-    script = _script(notebook)
-    assert _run(folder, script).returncode == 0
+    first = first_run(notebook)
+    assert first.completed.returncode == 0
+    # Again in the folder the first run left (no other test runs anything there).
+    folder, script = first.folder, first.script
     created = sorted(path for path in folder.glob("test_*.py"))
     for path in created:
         path.write_text("# my own tests\n", encoding="utf-8")
@@ -92,9 +126,7 @@ def test_book02_check_cells_show_the_exercises_done_with_the_solution(tmp_path: 
     assert unit_c.stdout.count("promised: [{'sku': 'SKU-CHOCOLATE', 'tubs': 3}]") == 2
 
 
-def test_starter_shows_the_exercises_not_yet_done(tmp_path: Path) -> None:
-    folder = tmp_path / "book02"
-    shutil.copytree(EXERCISES / "book02", folder)
-    unit_b = _run(folder, _script(folder / "unit_b.ipynb"))
+def test_starter_shows_the_exercises_not_yet_done(first_run: FirstRuns) -> None:
+    unit_b = first_run(EXERCISES / "book02" / "unit_b.ipynb").completed
     assert "need with 3 reserved: 6" in unit_b.stdout
     assert "two probes, one name: built" in unit_b.stdout
