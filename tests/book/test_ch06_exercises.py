@@ -320,8 +320,11 @@ EVIDENCE = {
 def test_the_solutions_state_machine_catches_each_fault_alone(tmp_path: Path, fault: str) -> None:
     faulty = with_write_off(SOLUTION, FAULTY_WRITE_OFFS[fault])
     folder = hand_in(tmp_path, faulty)
+    # Its store files in memory: every step of every sequence commits.
     machine = run_in(
-        folder, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_book06_machine.py"
+        folder,
+        *("-m", "pytest", "-q", "-p", "no:cacheprovider", "test_book06_machine.py"),
+        temporary_in_memory=True,
     )
     assert machine.returncode == 1, machine.stdout
     # Hypothesis shrank the failure to a short sequence that writes off tubs.
@@ -330,7 +333,9 @@ def test_the_solutions_state_machine_catches_each_fault_alone(tmp_path: Path, fa
     assert EVIDENCE[fault] in machine.stdout
     # The example tests of the unit name the same fault.
     examples = run_in(
-        folder, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_book06_write_off.py"
+        folder,
+        *("-m", "pytest", "-q", "-p", "no:cacheprovider", "test_book06_write_off.py"),
+        temporary_in_memory=True,
     )
     assert examples.returncode == 1, examples.stdout
 
