@@ -1,17 +1,21 @@
 """A worker killed anywhere in the morning run: another finishes it, and nothing happens twice.
 
-Every test here runs real worker processes (`python -m sovereign_agent.worker`)
-over a real store file, with the offline morning of `durable_morning`, whose
-`place_order` purchases at the book's supplier desk (chapter 11), a real HTTP
-server with its own ledger. A worker is killed with SIGKILL at each boundary
-between steps and inside each step (before the model answers, after it
-answered, inside each handler before its commit, after the supplier answered,
-after its commit), or paused with SIGSTOP past its lease; a second worker
-finishes the run. The store it leaves must be the store an uninterrupted run
-leaves, the durable log must show each order placed exactly once and each
-model step asked again only when the kill fell inside that very step, and the
-supplier's ledger, read directly, must hold exactly one order per purchase,
-under the key the store recorded for it.
+Every test here runs real worker processes over a real store file, with the
+offline morning of `durable_morning`, whose `place_order` purchases at the
+book's supplier desk (chapter 11), a real HTTP server with its own ledger.
+The workers run the command's own `main`, forked from this already-imported
+interpreter (`forked_worker`); the uninterrupted morning and the worker told
+to stop start `python -m sovereign_agent.worker` itself.
+
+A worker is killed with SIGKILL at each boundary between steps and inside
+each step (before the model answers, after it answered, inside each handler
+before its commit, after the supplier answered, after its commit), or paused
+with SIGSTOP past its lease; a second worker finishes the run. The store it
+leaves must be the store an uninterrupted run leaves, the durable log must
+show each order placed exactly once and each model step asked again only when
+the kill fell inside that very step, and the supplier's ledger, read
+directly, must hold exactly one order per purchase, under the key the store
+recorded for it.
 """
 
 from __future__ import annotations
