@@ -21,6 +21,9 @@ from bookproof.grade.books import load_book
 from bookproof.layout import ChapterParts, default_layout, load_manifest
 
 # Each runs pytest in a subprocess over a hand-in: the full suite's, not the quick tier's.
+# Their store files (pytest's tmp_path, tempfile's folders) go to memory where the
+# machine has one: real SQLite files, committed hundreds of times by the state machines,
+# without a wait for a shared disk at each commit.
 pytestmark = pytest.mark.slow
 
 LAYOUT = default_layout()
@@ -77,7 +80,8 @@ def test_the_solutions_own_tests_pass_against_the_solution(
 ) -> None:
     module = module_of(book)
     solution = (book.solutions / module).read_text(encoding="utf-8")
-    result = run_in(hand_in(tmp_path, book.solutions, module, solution), *PYTEST)
+    folder = hand_in(tmp_path, book.solutions, module, solution)
+    result = run_in(folder, *PYTEST, temporary_in_memory=True)
     assert result.returncode == 0, result.stdout
     if book.number in COUNTS:
         assert COUNTS[book.number][0] in result.stdout
@@ -89,7 +93,8 @@ def test_the_solutions_own_tests_fail_against_the_starter(
 ) -> None:
     module = module_of(book)
     starter = (as_committed(book.exercises) / module).read_text(encoding="utf-8")
-    result = run_in(hand_in(tmp_path, book.solutions, module, starter), *PYTEST)
+    folder = hand_in(tmp_path, book.solutions, module, starter)
+    result = run_in(folder, *PYTEST, temporary_in_memory=True)
     assert result.returncode == 1
     if book.number in COUNTS:
         assert COUNTS[book.number][1] in result.stdout
