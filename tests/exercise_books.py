@@ -13,6 +13,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -24,6 +26,7 @@ __all__ = [
     "PYTEST",
     "check_cell_lines",
     "hand_in",
+    "in_memory",
     "load_module",
     "notebook_script",
     "run_in",
@@ -77,10 +80,24 @@ def run_in(
     a state machine committing at every step of hundreds of sequences is most
     of its time on a busy machine.
     """
-    if not (temporary_in_memory and MEMORY.is_dir() and os.access(MEMORY, os.W_OK)):
+    if not (temporary_in_memory and memory_usable()):
         return _run(folder, argv, dict(os.environ))
-    with tempfile.TemporaryDirectory(dir=MEMORY, prefix="run-in-") as temporary:
-        return _run(folder, argv, {**os.environ, "TMPDIR": temporary})
+    with in_memory(folder) as temporary:
+        return _run(folder, argv, {**os.environ, "TMPDIR": str(temporary)})
+
+
+def memory_usable() -> bool:
+    return MEMORY.is_dir() and os.access(MEMORY, os.W_OK)
+
+
+@contextmanager
+def in_memory(otherwise: Path) -> Iterator[Path]:
+    """A new folder in memory, removed afterwards; where the machine has none, `otherwise`."""
+    if not memory_usable():
+        yield otherwise
+        return
+    with tempfile.TemporaryDirectory(dir=MEMORY, prefix="bookproof-tests-") as made:
+        yield Path(made)
 
 
 def _run(

@@ -12,16 +12,18 @@ run left) and the test of what the starter shows all read that one run.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
 from committed import EXERCISES
+from exercise_books import in_memory
 
 from bookproof.layout import REPO_ROOT
 from bookproof.notebooks.build import EXERCISE_TAG
@@ -40,11 +42,16 @@ def _script(notebook_path: Path) -> str:
     return "\n\n".join(cells) + "\n"
 
 
-def _run(folder: Path, script: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    folder: Path, script: str, temporary: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """The cells as one script in `folder`; its temporary files (TMPDIR) in `temporary` if given."""
     (folder / "_notebook_cells.py").write_text(script, encoding="utf-8")
+    env = dict(os.environ) if temporary is None else {**os.environ, "TMPDIR": str(temporary)}
     return subprocess.run(
         [sys.executable, "_notebook_cells.py"],
         cwd=folder,
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -56,6 +63,7 @@ class FirstRun:
     """A notebook's cells run once beside the untouched starter, and the folder they left."""
 
     folder: Path
+    temporary: Path
     script: str
     completed: subprocess.CompletedProcess[str]
 
@@ -64,20 +72,30 @@ FirstRuns = Callable[[Path], FirstRun]
 
 
 @pytest.fixture(scope="module")
-def first_run(tmp_path_factory: pytest.TempPathFactory) -> FirstRuns:
-    """Each notebook's first run, made when a test first asks for it and kept for the file."""
+def first_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FirstRuns]:
+    """Each notebook's first run, made when a test first asks for it and kept for the file.
+
+    The copies live in memory where the machine has a file system there: the
+    cells write real SQLite stores and run pytest over the learner's tests,
+    and on a shared disk every commit waited for it.
+    """
     made: dict[Path, FirstRun] = {}
+    with in_memory(tmp_path_factory.mktemp("notebooks")) as base:
 
-    def of(notebook: Path) -> FirstRun:
-        if notebook not in made:
-            folder = tmp_path_factory.mktemp(f"{notebook.parent.name}_{notebook.stem}")
-            folder = folder / notebook.parent.name
-            shutil.copytree(notebook.parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
-            script = _script(notebook)
-            made[notebook] = FirstRun(folder, script, _run(folder, script))
-        return made[notebook]
+        def of(notebook: Path) -> FirstRun:
+            if notebook not in made:
+                own = base / f"{notebook.parent.name}_{notebook.stem}"
+                folder, temporary = own / notebook.parent.name, own / "tmp"
+                shutil.copytree(
+                    notebook.parent, folder, ignore=shutil.ignore_patterns("__pycache__")
+                )
+                temporary.mkdir()
+                script = _script(notebook)
+                completed = _run(folder, script, temporary)
+                made[notebook] = FirstRun(folder, temporary, script, completed)
+            return made[notebook]
 
-    return of
+        yield of
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
@@ -99,7 +117,7 @@ def test_running_the_cells_again_never_overwrites_the_learners_files(
     created = sorted(path for path in folder.glob("test_*.py"))
     for path in created:
         path.write_text("# my own tests\n", encoding="utf-8")
-    again = _run(folder, script)
+    again = _run(folder, script, first.temporary)
     assert again.returncode == 0, again.stderr
     for path in created:
         assert path.read_text(encoding="utf-8") == "# my own tests\n"
