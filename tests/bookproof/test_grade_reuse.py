@@ -380,7 +380,7 @@ def test_a_folder_whose_tests_see_the_same_bytes_reuses_the_runs_and_says_so(
     assert graded["report"]["reuse"] is True
     made = sum(run["made"] for run in runs.values())
     assert (
-        f"grade-exercises: {made} runs of learners' tests made; {full} more reused"
+        f"grade-exercises: runs of learners' tests: {made} made, {full} reused from a folder"
         in graded["stderr"]
     )
     reused_name = "reference" if runs["reference"]["reused"] else "same_tests"

@@ -73,7 +73,8 @@ def _parser() -> argparse.ArgumentParser:
             "where nobody cannot start Python included), 4 when the environment, the "
             "runtime or the grader changed while grading (no report is written). Progress "
             "goes to stderr, one line per submission (with the runs of its learner tests made "
-            "and reused), then one line for the batch; the table to stdout; files are "
+            "and reused), then, for a book that grades learners' tests, one line of the "
+            "batch's runs; the table to stdout; files are "
             "written once, at the end."
         ),
     )
@@ -387,7 +388,8 @@ def _grade_and_report(
         )
         return NO_ISOLATION
     close_oracles()
-    print(_runs_line(reports, reuse, args.no_reuse), file=sys.stderr)
+    if book.groups():
+        print(_runs_line(reports, reuse, args.no_reuse), file=sys.stderr)
     altered = changed(before, snapshot(trees))
     if altered:
         more = f" (and {len(altered) - 1} more)" if len(altered) > 1 else ""
@@ -450,10 +452,10 @@ def _runs_line(reports: Sequence[SubmissionReport], reuse: Reuse | None, refused
     reused = sum(report.reused_runs for report in reports)
     if reuse is None:
         why = "--no-reuse" if refused else "process mode, where a run can see more than its folder"
-        return f"grade-exercises: {made} runs of learners' tests made; none reused ({why})"
+        return f"grade-exercises: runs of learners' tests: {made} made, none reused ({why})"
     return (
-        f"grade-exercises: {made} runs of learners' tests made; {reused} more reused, each "
-        "from a folder whose runs would see the same bytes (--no-reuse runs every one)"
+        f"grade-exercises: runs of learners' tests: {made} made, {reused} reused from a folder "
+        "whose runs would see the same bytes (--no-reuse runs every one)"
     )
 
 
