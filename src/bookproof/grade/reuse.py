@@ -19,15 +19,15 @@ that decides its verdict:
   checks they decide;
 - the isolation, every limit (the tests' timeout, memory, output, files),
   and the seed from which the oracle's data and the run order come;
-- the batch's own options that change how a run is started (one sandbox per
-  run, running submissions as root).
+- the batch's own options that change how a run is started
+  (`--one-sandbox-per-run`).
 
 What it does not hold is what no two runs share in the first place: the
 clock, and the randomness a run draws for itself (Hypothesis's own seed,
 `random` without a seed, the names of its temporary folders, file times).
 A suite whose verdict depends on those gets the first run's verdict for
-every identical copy in the batch; within one folder the reference is still
-run `reference_runs` times, so such a suite is still caught there as before.
+every identical copy in the batch. Within one folder nothing changes: the
+reference still runs `reference_runs` times.
 
 That list is all a run can see only in bubblewrap mode, where a run sees
 its folder, the grader's read-only code and environment, and a fresh /tmp.
