@@ -2,8 +2,14 @@
 
     uv run python scripts/bench_grade.py [--book 2] [--copies 16] [--rounds 3]
 
-Makes N copies of the book's reference solution (with its tests), then
-measures in the same run, interleaved round by round so that other work on
+Makes N copies of the book's reference solution (with its tests), each
+made distinct by one comment line naming the copy at the end of each of its
+test files: the comment changes no verdict (every copy must still get full
+marks), but it changes the bytes a run of the learner's tests sees, so the
+grader cannot give one copy's runs to another (`bookproof.grade.reuse`) and
+every copy is graded as the distinct submission a class would hand in. Each
+run's report must say that no run was reused, or the figures mean nothing.
+It then measures in the same run, interleaved round by round so that other work on
 a shared machine hits every variant alike: the grader in process-only mode
 with -j 1 (the baseline: the same checks, no sandbox), in bubblewrap mode
 with -j 1 starting a sandbox for every run of a learner's tests
@@ -25,7 +31,8 @@ submission and three ratios with their goals:
   becomes the ceiling minus 0.1 (what two workers' start-up and the shared
   report cost on two free cores), printed with the ceiling it came from.
 
-Every run must give every copy full marks, or the figures mean nothing.
+Every run must give every copy full marks and reuse no run, or the
+figures mean nothing.
 Exit status 0 when every goal is met, 1 when one is missed.
 """
 
@@ -102,7 +109,17 @@ def _grade(folders: list[Path], book: int, variant: Variant, report: Path) -> fl
     short = [e["submission"] for e in entries if e["total"] != e["max"]]
     if short or len(entries) != len(folders):
         raise SystemExit(f"bench: not every copy got full marks ({_name(variant)}): {short}")
+    reused = [e["submission"] for e in entries if e["test_runs"]["reused"]]
+    if reused:
+        raise SystemExit(f"bench: copies reused another's runs ({_name(variant)}): {reused}")
     return elapsed
+
+
+def _make_distinct(folder: Path, index: int) -> None:
+    """End each of the copy's test files with a comment naming it: the same tests, new bytes."""
+    for test_file in sorted(folder.glob("test_*.py")):
+        with test_file.open("a", encoding="utf-8") as handle:
+            handle.write(f"# benchmark copy {index}: distinct bytes, the same tests\n")
 
 
 def main() -> int:
@@ -125,6 +142,7 @@ def main() -> int:
         for index in range(args.copies):
             folder = Path(tmp) / f"student{index:02d}"
             shutil.copytree(solution, folder, ignore=shutil.ignore_patterns("__pycache__", "*.md"))
+            _make_distinct(folder, index)
             folders.append(folder)
         report = Path(tmp) / "report.json"
         _grade(folders[:2], args.book, ("bubblewrap", 2, False), report)  # warm the file cache

@@ -80,8 +80,14 @@ def test_json_report_has_the_documented_shape(tmp_path: Path) -> None:
         "grader_commit",
         "seed",
         "isolation",
+        "reuse",
         "submissions",
     }
+    # Process mode reuses no run of a learner's tests: a run there sees more than its folder.
+    assert report["reuse"] is False
+    assert "none reused (process mode, where a run can see more than its folder)" in (
+        completed.stderr
+    )
     assert [entry["submission"] for entry in report["submissions"]] == ["alice", "book02"]
     alice, reference = report["submissions"]
     book = load_book(2)
@@ -91,6 +97,9 @@ def test_json_report_has_the_documented_shape(tmp_path: Path) -> None:
     assert alice["exercises"]["points"] == 0
     assert alice["chapter_baseline"]["points"] == alice["chapter_baseline"]["max"] > 0
     check_ids = [check.id for check in book.checks]
+    # The starter hands in no tests; the reference's runs are all made for it.
+    assert alice["test_runs"] == {"made": 0, "reused": 0}
+    assert reference["test_runs"]["made"] > 0 == reference["test_runs"]["reused"]
     for entry in report["submissions"]:
         assert entry["isolation"] == "process"
         assert [check["id"] for check in entry["checks"]] == check_ids
@@ -114,8 +123,11 @@ def test_json_report_has_the_documented_shape(tmp_path: Path) -> None:
     failed = [check for check in alice["checks"] if check["outcome"] == "failed"]
     assert failed
     assert all("Re-read Chapter 2, '2." in check["feedback"] for check in failed)
-    # Progress lines on stderr, one per submission; the table on stdout.
+    # Progress lines on stderr, one per submission, with the runs of its tests; the table
+    # on stdout.
     assert completed.stderr.count("] ") == 2
+    assert f"] book02: {book.max_points}/{book.max_points} (" in completed.stderr
+    assert f" s; {reference['test_runs']['made']} test runs)" in completed.stderr
     assert "alice: " in completed.stdout
 
 

@@ -186,6 +186,7 @@ Modules: `book` (the declarations), `questions` (what a check can ask),
 `fixtures` (the shared shop), `files` (folders made from a description),
 `books` (one module per book), `runner` (one submission), `session` and
 `child` (the conversation with the sandbox), `learner_tests` and `oracle`
-(grading a learner's tests), `intake` (copying a folder safely), `sandbox`,
+(grading a learner's tests), `reuse` (identical runs of them, run once per
+batch), `intake` (copying a folder safely), `sandbox`,
 `report`, `gradescope`, `cli`.
 """

@@ -35,6 +35,7 @@ from bookproof.grade.integrity import changed, relied_on, snapshot
 from bookproof.grade.learner_tests import ROOT, close_oracles
 from bookproof.grade.provenance import grader_commit
 from bookproof.grade.report import write_csv, write_gradescope, write_json, write_table
+from bookproof.grade.reuse import Reuse, reusable
 from bookproof.grade.roster import Roster, RosterError, read_roster
 from bookproof.grade.runner import SubmissionReport, grade_submission
 from bookproof.grade.sandbox import (
@@ -71,7 +72,9 @@ def _parser() -> argparse.ArgumentParser:
             "3 when the requested isolation is not available (process mode run by root "
             "where nobody cannot start Python included), 4 when the environment, the "
             "runtime or the grader changed while grading (no report is written). Progress "
-            "goes to stderr, one line per submission; the table to stdout; files are "
+            "goes to stderr, one line per submission (with the runs of its learner tests made "
+            "and reused), then, for a book that grades learners' tests, one line of the "
+            "batch's runs; the table to stdout; files are "
             "written once, at the end."
         ),
     )
@@ -130,6 +133,16 @@ def _parser() -> argparse.ArgumentParser:
         "tests, instead of forking each run, in namespaces of its own, from one warm "
         "sandbox per test file: slower, the same grades (the benchmark's baseline). "
         "Where the kernel refuses namespaces inside the sandbox this is the path taken anyway",
+    )
+    parser.add_argument(
+        "--no-reuse",
+        action="store_true",
+        help="run every folder's learner tests afresh. By default, in bubblewrap mode, within "
+        "one batch, a test file whose runs would see exactly the same bytes as another "
+        "folder's (the tests, every other file of the folder, the seed, the limits, the "
+        "options) is run once and its verdicts given to each identical copy; the progress "
+        "lines say how many runs were reused (see exercises/GRADING.md). Process mode never "
+        "reuses: there a run sees more than its folder",
     )
     parser.add_argument(
         "-j",
@@ -353,9 +366,17 @@ def _grade_and_report(
     grader = grader_commit(ROOT)
     trees = relied_on()
     before = snapshot(trees)
+    # The option that changes how a run of a learner's tests is started (only
+    # bubblewrap reuses); the seed, isolation and limits go into each key
+    # beside it (`reuse.runs_key`).
+    reuse = (
+        None
+        if args.no_reuse or not reusable(isolation)
+        else Reuse({"one_sandbox_per_run": args.one_sandbox_per_run})
+    )
     try:
         with root_children_accepted(args.run_submissions_as_root):
-            reports = _grade_all(folders, names, book, isolation, limits, seed, args.jobs)
+            reports = _grade_all(folders, names, book, isolation, limits, seed, args.jobs, reuse)
     except KeyboardInterrupt:
         stop_everything()
         print("grade-exercises: interrupted; no report was written", file=sys.stderr)
@@ -367,6 +388,8 @@ def _grade_and_report(
         )
         return NO_ISOLATION
     close_oracles()
+    if book.groups():
+        print(_runs_line(reports, reuse, args.no_reuse), file=sys.stderr)
     altered = changed(before, snapshot(trees))
     if altered:
         more = f" (and {len(altered) - 1} more)" if len(altered) > 1 else ""
@@ -381,7 +404,14 @@ def _grade_and_report(
     write_table(sys.stdout, book, reports)
     if args.json is not None:
         write_json(
-            args.json, book, reports, seed=seed, isolation=isolation, grader=grader, roster=roster
+            args.json,
+            book,
+            reports,
+            seed=seed,
+            isolation=isolation,
+            grader=grader,
+            roster=roster,
+            reuse=reuse is not None,
         )
     if args.csv is not None:
         write_csv(args.csv, book, reports, roster)
@@ -406,6 +436,29 @@ def _warn_unmatched(roster: Roster, names: Sequence[str]) -> None:
         )
 
 
+def _runs_said(report: SubmissionReport) -> str:
+    """The runs of a folder's learner tests, made and reused, for its progress line."""
+    if not report.test_runs and not report.reused_runs:
+        return ""
+    made = f"{report.test_runs} test run{'s' if report.test_runs != 1 else ''}"
+    if not report.reused_runs:
+        return f"; {made}"
+    return f"; {made}, {report.reused_runs} reused from an identical folder"
+
+
+def _runs_line(reports: Sequence[SubmissionReport], reuse: Reuse | None, refused: bool) -> str:
+    """The batch's runs of learners' tests: how many were made, how many reused, or why none."""
+    made = sum(report.test_runs for report in reports)
+    reused = sum(report.reused_runs for report in reports)
+    if reuse is None:
+        why = "--no-reuse" if refused else "process mode, where a run can see more than its folder"
+        return f"grade-exercises: runs of learners' tests: {made} made, none reused ({why})"
+    return (
+        f"grade-exercises: runs of learners' tests: {made} made, {reused} reused from a folder "
+        "whose runs would see the same bytes (--no-reuse runs every one)"
+    )
+
+
 def _grade_all(
     folders: Sequence[Path],
     names: Sequence[str],
@@ -414,6 +467,7 @@ def _grade_all(
     limits: Limits,
     seed: int,
     jobs: int,
+    reuse: Reuse | None,
 ) -> list[SubmissionReport]:
     reports: list[SubmissionReport | None] = [None] * len(folders)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -426,6 +480,7 @@ def _grade_all(
                 limits=limits,
                 seed=seed,
                 name=names[index],
+                reuse=reuse,
             ): index
             for index, folder in enumerate(folders)
         }
@@ -435,7 +490,7 @@ def _grade_all(
                 reports[futures[future]] = report
                 print(
                     f"[{done}/{len(folders)}] {report.submission}: "
-                    f"{report.total}/{report.max} ({report.seconds:.1f} s)",
+                    f"{report.total}/{report.max} ({report.seconds:.1f} s{_runs_said(report)})",
                     file=sys.stderr,
                     flush=True,
                 )

@@ -55,7 +55,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,8 +112,13 @@ def grade_tests(
     isolation: Isolation,
     limits: Limits,
     seed: str,
+    *,
+    ran: Callable[[int], None] | None = None,
 ) -> dict[str, tuple[Outcome, str]]:
-    """Per check id of the group: its outcome and the message before the check's hint."""
+    """Per check id of the group: its outcome and the message before the check's hint.
+
+    `ran` is told how many runs of the tests were made (`reuse` counts them).
+    """
     if not (copy / group.file).is_file():
         missing = f"No {group.file} in this folder: hand in your tests under exactly that name."
         return {check.id: ("error", missing) for check in group.checks}
@@ -127,6 +132,8 @@ def grade_tests(
                 # One failed run against the reference decides every check of the
                 # file: the runs left could change nothing, only cost time.
                 break
+    if ran is not None:
+        ran(len(runs))
     reference = [run for run in runs if run.variant is None]
     problem = _reference_problem(group, reference, limits)
     if problem is not None:

@@ -84,9 +84,11 @@ def to_json(
     grader: str,
     made: str | None = None,
     roster: Roster | None = None,
+    reuse: bool = False,
 ) -> dict[str, Any]:
     """The report: when and by which grader it was made, then per submission its totals
-    (apart by kind) and one entry per check, with who may see it."""
+    (apart by kind), the runs of its learner tests (made, and reused from an identical
+    folder when `reuse` was on), and one entry per check, with who may see it."""
     visibility = _visibility(book)
     return {
         "book": book.number,
@@ -95,6 +97,7 @@ def to_json(
         "grader_commit": grader,
         "seed": seed,
         "isolation": isolation.value,
+        "reuse": reuse,
         "submissions": [
             {
                 "submission": report.submission,
@@ -104,6 +107,7 @@ def to_json(
                 "max": report.max,
                 "chapter_baseline": _subtotal(report, BASELINE),
                 "exercises": _subtotal(report, EXERCISE),
+                "test_runs": {"made": report.test_runs, "reused": report.reused_runs},
                 "checks": [
                     {
                         "id": check.id,
@@ -149,8 +153,11 @@ def write_json(
     isolation: Isolation,
     grader: str,
     roster: Roster | None = None,
+    reuse: bool = False,
 ) -> None:
-    data = to_json(book, reports, seed=seed, isolation=isolation, grader=grader, roster=roster)
+    data = to_json(
+        book, reports, seed=seed, isolation=isolation, grader=grader, roster=roster, reuse=reuse
+    )
     write_atomically(path, json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 

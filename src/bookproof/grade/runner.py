@@ -11,12 +11,14 @@ questions and gives the same grade). If the child dies or hangs during a check, 
 charged with what happened and a fresh child is started for the next one,
 so an endless loop costs only the checks that reach it. Learner-test checks
 run the learner's tests against the reference and its faulty versions
-(`learner_tests`). A check declared with `requires` is credited only once
-the check it requires has passed.
+(`learner_tests`); within a batch, a test file whose runs would be the same
+as another folder's gets that folder's verdicts instead (`reuse`). A check
+declared with `requires` is credited only once the check it requires has passed.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import random
@@ -29,11 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bookproof.grade.book import Book, Check, Kind, Trial
+from bookproof.grade.book import Book, Check, Kind, LearnerTests, Trial
 from bookproof.grade.files import describe, materialise
 from bookproof.grade.intake import copy_submission
 from bookproof.grade.learner_tests import grade_tests
 from bookproof.grade.questions import Answer, Folder, Question, Ref
+from bookproof.grade.reuse import Graded, Reuse, folder_digest, runs_key
 from bookproof.grade.sandbox import Isolation, Limits, files_seen_at
 from bookproof.grade.session import ChildGone, Outcome, Session, exception_name
 
@@ -63,6 +66,10 @@ class SubmissionReport:
     isolation: Isolation
     checks: tuple[CheckOutcome, ...]
     seconds: float = 0.0
+    # Runs of the learner's tests made for this folder, and runs whose
+    # verdicts came from an identical folder's runs in the batch (`reuse`).
+    test_runs: int = 0
+    reused_runs: int = 0
 
     @property
     def total(self) -> int:
@@ -86,8 +93,13 @@ def grade_submission(
     limits: Limits,
     seed: int,
     name: str,
+    reuse: Reuse | None = None,
 ) -> SubmissionReport:
-    """Grade one folder against one book; never raises for anything the submission did."""
+    """Grade one folder against one book; never raises for anything the submission did.
+
+    With `reuse`, the batch's memo, a learner-test file graded before with
+    the same key is not run again (`reuse`).
+    """
     started = time.monotonic()
     scratch = Path(tempfile.mkdtemp(prefix="bookproof-grade-"))
     try:
@@ -98,15 +110,19 @@ def grade_submission(
         token = secrets.token_hex(8)
         copy = scratch / f"submission-{token}"
         problem = copy_submission(folder, copy, book.files)
+        runs = _Runs()
         if problem is not None:
             outcomes = {check.id: _charge(check, "error", problem) for check in book.checks}
         else:
             files = scratch / f"files-{token}"
             outcomes = _grade_copy(copy, files, book, isolation, limits, seed)
+            outcomes |= _grade_learner_tests(copy, book, isolation, limits, seed, reuse, runs)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     ordered = tuple(_credit(check, outcomes) for check in book.checks)
-    return SubmissionReport(name, isolation, ordered, time.monotonic() - started)
+    return SubmissionReport(
+        name, isolation, ordered, time.monotonic() - started, runs.made, runs.reused
+    )
 
 
 def _grade_copy(
@@ -152,14 +168,69 @@ def _grade_copy(
             session.close()
         for ready in prepared.values():
             ready.trial.close()
+    return outcomes
+
+
+@dataclass
+class _Runs:
+    """How many runs of one folder's learner tests were made, and how many reused."""
+
+    made: int = 0
+    reused: int = 0
+
+
+def _grade_learner_tests(
+    copy: Path,
+    book: Book,
+    isolation: Isolation,
+    limits: Limits,
+    seed: int,
+    reuse: Reuse | None,
+    runs: _Runs,
+) -> dict[str, CheckOutcome]:
+    """Every learner-test check's outcome: each file's runs made, or reused from the batch."""
+    outcomes: dict[str, CheckOutcome] = {}
+    tests_seed = f"{seed}:{book.number}"
+    # One digest of the folder serves every test file: no sandbox can write the copy.
+    folder = folder_digest(copy, book.module_file) if reuse is not None and book.groups() else ""
     for group in book.groups():
-        verdicts = grade_tests(group, copy, isolation, limits, f"{seed}:{book.number}")
+        grade = functools.partial(_run_tests, group, copy, isolation, limits, tests_seed)
+        if reuse is None:
+            graded = grade()
+            runs.made += graded.runs
+        else:
+            key = runs_key(
+                group,
+                folder,
+                isolation=isolation,
+                limits=limits,
+                seed=tests_seed,
+                options=reuse.options,
+            )
+            graded, reused = reuse.graded(key, grade)
+            if reused:
+                runs.reused += graded.runs
+            else:
+                runs.made += graded.runs
         for check in group.checks:
-            outcome, message = verdicts[check.id]
+            outcome, message = graded.verdicts[check.id]
             outcomes[check.id] = (
                 _passed(check) if outcome == "passed" else _charge(check, outcome, message)
             )
     return outcomes
+
+
+def _run_tests(
+    group: LearnerTests, copy: Path, isolation: Isolation, limits: Limits, seed: str
+) -> Graded:
+    """Run one learner-test file's tests (`learner_tests`): its verdicts and how many runs."""
+    counted = [0]
+
+    def ran(number: int) -> None:
+        counted[0] = number
+
+    verdicts = grade_tests(group, copy, isolation, limits, seed, ran=ran)
+    return Graded(verdicts, counted[0])
 
 
 def _rng(seed: int, book: Book, check_id: str) -> random.Random:
