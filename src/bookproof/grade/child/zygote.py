@@ -306,7 +306,8 @@ def _warm(with_hypothesis: bool) -> None:
             continue
     if with_hypothesis:
         with contextlib.suppress(ImportError):
-            import hypothesis  # noqa: F401
+            # Its state machines too: a module of its own, which book 6's tests use.
+            import hypothesis.stateful  # noqa: F401
     from . import stand_in, test_run  # noqa: F401
 
     del pytest
