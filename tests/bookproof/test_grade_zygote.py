@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import os
 import shutil
 import subprocess
@@ -31,7 +32,8 @@ from bookproof.grade import learner_tests
 from bookproof.grade.book import LearnerTests
 from bookproof.grade.books import load_book
 from bookproof.grade.learner_tests import _Run, _Zygote, _ZygoteRuns, close_oracles
-from bookproof.grade.sandbox import Isolation, Limits, nested_runs_problem, stop
+from bookproof.grade.runner import grade_submission
+from bookproof.grade.sandbox import Isolation, Launch, Limits, nested_runs_problem, stop
 from bookproof.layout import REPO_ROOT
 
 SOLUTION = (REPO_ROOT / "solutions" / "book02" / "shop_tools.py").read_text(encoding="utf-8")
@@ -517,3 +519,32 @@ def test_a_run_that_ends_its_zygote_takes_no_other_submissions_verdict(
         assert again.run(None, "seed").status == 0
     finally:
         again.close()
+
+
+def test_a_submission_after_the_first_starts_no_sandbox_for_its_tests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    grade = functools.partial(
+        grade_submission,
+        REPO_ROOT / "solutions" / "book02",
+        load_book(2),
+        isolation=Isolation.BUBBLEWRAP,
+        limits=Limits(),
+        seed=1,
+    )
+    first = grade(name="first")
+    started: list[Launch] = []
+    real_start = learner_tests.start
+
+    def counting_start(
+        isolation: Isolation, launch: Launch, scratch: Path
+    ) -> subprocess.Popen[bytes]:
+        started.append(launch)
+        return real_start(isolation, launch, scratch)
+
+    monkeypatch.setattr(learner_tests, "start", counting_start)
+    second = grade(name="second")
+    assert first.total == first.max and second.total == second.max
+    # Its nine runs forked from the zygote the first submission started, and
+    # the oracle was the batch's already.
+    assert started == []
