@@ -438,13 +438,15 @@ class _ZygoteRuns:
         self, group: LearnerTests, copy: Path, isolation: Isolation, limits: Limits
     ) -> None:
         self._group = group
-        self._zygote = _ZYGOTES.take(isolation, limits, _mentions_hypothesis(str(copy)))
+        self._folder = _ZYGOTES.root() / secrets.token_hex(16)
         try:
-            self._folder = self._zygote.root / secrets.token_hex(16)
             _copy_with_stand_in(group, copy, self._folder)
+            # Read in the copy the runs see, the stand-in in place of the module.
+            hypothesis = _mentions_hypothesis(str(self._folder))
         except BaseException:
-            _ZYGOTES.give_back(self._zygote)
+            shutil.rmtree(self._folder, ignore_errors=True)
             raise
+        self._zygote = _ZYGOTES.take(isolation, limits, hypothesis)
 
     def run(self, variant: FaultyVersion | None, seed: str) -> _Run:
         return self._zygote.run(self._group, self._folder.name, variant, seed)
@@ -662,12 +664,18 @@ class _Zygotes:
         self._lent: set[_Zygote] = set()
         self._root: Path | None = None
 
-    def take(self, isolation: Isolation, limits: Limits, hypothesis: bool) -> _Zygote:
+    def root(self) -> Path:
+        """The folder every zygote's sandbox shows, where each served folder goes."""
         with self._lock:
             if self._root is None:
                 self._root = Path(tempfile.mkdtemp(prefix="bookproof-served-"))
+            return self._root
+
+    def take(self, isolation: Isolation, limits: Limits, hypothesis: bool) -> _Zygote:
+        root = self.root()
+        with self._lock:
             idle = self._idle.setdefault((isolation.value, limits, hypothesis), [])
-            zygote = idle.pop() if idle else _Zygote(self._root, hypothesis, isolation, limits)
+            zygote = idle.pop() if idle else _Zygote(root, hypothesis, isolation, limits)
             self._lent.add(zygote)
             return zygote
 

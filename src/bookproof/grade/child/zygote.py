@@ -40,10 +40,12 @@ non-dumpable, so no run may trace it or open its memory even where it could
 name it; of the runs it served, its memory holds what the grader sent it (a
 test file's name, a folder's name, a path for the tests' folders), never a
 verdict or which version a run was against (that goes to the oracle). What
-stays common to the runs of one zygote is what an interpreter fixes at
-start: the hash seed of `str` and `bytes` (set and dict order of strings is
-the same in every run it forks, where separate interpreters would each draw
-one).
+stays common to the runs of one zygote is what it held before its first
+run, the same in each: the modules it imported (frozen out of the garbage
+collector's walks, `gc.freeze`, so that pytest's collections in a run walk
+only the run's own objects), and what an interpreter fixes at start, the
+hash seed of `str` and `bytes` (set and dict order of strings is the same
+in every run it forks, where separate interpreters would each draw one).
 
 `probe` performs the same isolation once and exits 0: the grader's test of
 whether this kernel allows namespaces inside its sandbox.
