@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import os
 import shutil
 import subprocess
@@ -28,9 +29,11 @@ import pytest
 from system_components import require_executable
 
 from bookproof.grade import learner_tests
+from bookproof.grade.book import LearnerTests
 from bookproof.grade.books import load_book
-from bookproof.grade.learner_tests import _Run, _Zygote, close_oracles
-from bookproof.grade.sandbox import Isolation, Limits, nested_runs_problem
+from bookproof.grade.learner_tests import _Run, _Zygote, _ZygoteRuns, close_oracles
+from bookproof.grade.runner import grade_submission
+from bookproof.grade.sandbox import Isolation, Launch, Limits, nested_runs_problem, stop
 from bookproof.layout import REPO_ROOT
 
 SOLUTION = (REPO_ROOT / "solutions" / "book02" / "shop_tools.py").read_text(encoding="utf-8")
@@ -218,11 +221,11 @@ def _submission(base: Path, tests: str) -> Path:
 
 
 def _runs(folder: Path, count: int = RUNS, limits: Limits | None = None) -> list[_Run]:
-    zygote = _Zygote(GROUP, folder, Isolation.BUBBLEWRAP, limits or Limits())
+    runs = _ZygoteRuns(GROUP, folder, Isolation.BUBBLEWRAP, limits or Limits())
     try:
-        return [zygote.run(None, f"seed-{index}") for index in range(count)]
+        return [runs.run(None, f"seed-{index}") for index in range(count)]
     finally:
-        zygote.close()
+        runs.close()
 
 
 def _said(run: _Run) -> str:
@@ -322,7 +325,7 @@ def test_a_run_out_of_time_ends_with_its_sandbox_and_the_next_run_starts_fresh(
         "        time.sleep(60)\n",
         encoding="utf-8",
     )
-    zygote = _Zygote(GROUP, folder, Isolation.BUBBLEWRAP, _QuickLimits())
+    zygote = _ZygoteRuns(GROUP, folder, Isolation.BUBBLEWRAP, _QuickLimits())
     try:
         runs = [zygote.run(GROUP.versions()[0], "seed"), zygote.run(None, "seed")]
     finally:
@@ -365,3 +368,183 @@ def test_each_run_has_its_own_memory_limit_and_output_bound(tmp_path: Path) -> N
 def test_the_zygote_path_is_the_one_graded_with_in_bubblewrap() -> None:
     assert learner_tests.runs_share_a_sandbox(Isolation.BUBBLEWRAP)
     assert not learner_tests.runs_share_a_sandbox(Isolation.PROCESS)
+
+
+# --- one zygote for the batch: what it serves to one run is out of another's reach ---
+
+# Looks everywhere a run can reach, outside the system's own folders, for a
+# file named like the one planted in another submission's folder, and tries
+# to lift the mount that covers the folder of every served folder.
+SNOOPER = """
+import ctypes, os, sys, sysconfig
+
+MNT_DETACH = 2
+SYSTEM = {"/proc", "/sys", "/dev", "/usr", "/etc", sys.prefix, sys.base_prefix,
+          *sysconfig.get_paths().values()}
+
+def test_no_other_submission_is_in_reach():
+    libc = ctypes.CDLL(None, use_errno=True)
+    found = []
+    for folder, folders, files in os.walk("/"):
+        folders[:] = [f for f in folders if os.path.join(folder, f) not in SYSTEM]
+        found += [os.path.join(folder, n) for n in folders + files if n.startswith("secret-token-")]
+    lifted = libc.umount2(b"/submission", MNT_DETACH) == 0
+    here = sorted(os.listdir("/submission"))
+    print("found:", found, "lifted:", lifted, "here:", here, file=sys.stderr)
+    assert not found and not lifted
+    assert here == ["shop_tools.py", "test_book02_mango.py"]
+"""
+
+
+def _folder(base: Path, name: str, tests: str) -> Path:
+    (base / name).mkdir()
+    return _submission(base / name, tests)
+
+
+def _one_run(group: LearnerTests, folder: Path) -> tuple[_Run, _Zygote]:
+    """One run against the reference, from the batch's zygotes: the run, and its zygote."""
+    runs = _ZygoteRuns(group, folder, Isolation.BUBBLEWRAP, Limits())
+    try:
+        return runs.run(None, "seed"), runs._zygote
+    finally:
+        runs.close()
+
+
+def test_one_zygote_serves_every_submission_and_no_run_finds_another_ones_marks(
+    tmp_path: Path,
+) -> None:
+    first = _folder(tmp_path, "first", LEFTOVERS)
+    second = _folder(tmp_path, "second", DAEMON.replace(ABSTRACT, f"{ABSTRACT}-{os.getpid()}"))
+    third = _folder(tmp_path, "third", LEFTOVERS)
+    served = [_one_run(GROUP, first)]
+    zygote = served[0][1]
+    starts = zygote.starts
+    served += [_one_run(GROUP, folder) for folder in (second, third, first, second)]
+    assert [run.status for run, _ in served] == [0] * 5, [_said(run)[-2500:] for run, _ in served]
+    # The sharing is real: one zygote ran all five, in one sandbox.
+    assert all(other is zygote for _, other in served)
+    assert zygote.starts == starts
+
+
+def test_a_mark_left_by_one_exercise_is_invisible_to_another_exercise(tmp_path: Path) -> None:
+    note, machine = load_book(6).groups()
+    folders = {}
+    for group in (note, machine):
+        (tmp_path / group.file).mkdir()
+        folder = tmp_path / group.file / "submission"
+        folder.mkdir()
+        (folder / group.file).write_text(LEFTOVERS, encoding="utf-8")
+        folders[group.file] = folder
+    served = [_one_run(g, folders[g.file]) for g in (note, machine, note, machine)]
+    assert [run.status for run, _ in served] == [0] * 4, [_said(run)[-2500:] for run, _ in served]
+    assert all(other is served[0][1] for _, other in served)
+
+
+def test_no_run_can_reach_another_submissions_folder(tmp_path: Path) -> None:
+    victim = _folder(tmp_path, "victim", "def test_nothing():\n    pass\n")
+    (victim / f"secret-token-{os.urandom(8).hex()}").write_text("secret-token-inside\n")
+    snooper = _folder(tmp_path, "snooper", SNOOPER)
+    held = _ZygoteRuns(GROUP, victim, Isolation.BUBBLEWRAP, Limits())
+    try:
+        assert held.run(None, "seed").status == 0
+        # The victim's copy stays below the folder the zygote's sandbox shows
+        # while the snooper runs in the same sandbox...
+        runs = _ZygoteRuns(GROUP, snooper, Isolation.BUBBLEWRAP, Limits())
+        try:
+            assert list(runs._zygote.root.glob("*/secret-token-*"))
+            run = runs.run(None, "seed")
+        finally:
+            runs.close()
+    finally:
+        held.close()
+    # ... and the snooper's run found nothing of it, and could lift no mount.
+    assert run.status == 0, _said(run)[-2500:]
+
+
+def test_a_zygote_that_died_between_runs_is_replaced_and_verdicts_hold(tmp_path: Path) -> None:
+    first = _folder(tmp_path, "first", LEFTOVERS)
+    book_tests = (REPO_ROOT / "solutions" / "book02" / GROUP.file).read_text(encoding="utf-8")
+    second = _folder(tmp_path, "second", book_tests)
+    run, zygote = _one_run(GROUP, first)
+    assert run.status == 0
+    starts = zygote.starts
+    process = zygote._process
+    assert process is not None
+    stop(process)  # as if the machine had killed it while idle
+    runs = _ZygoteRuns(GROUP, second, Isolation.BUBBLEWRAP, Limits())
+    try:
+        assert runs._zygote is zygote
+        verdicts = [runs.run(None, "seed"), runs.run(GROUP.versions()[0], "seed")]
+    finally:
+        runs.close()
+    assert [v.status for v in verdicts] == [0, 1], [_said(v)[-2500:] for v in verdicts]
+    assert zygote.starts == starts + 1
+
+
+@pytest.mark.parametrize("fate", ["timeout", "flood"])
+def test_a_run_that_ends_its_zygote_takes_no_other_submissions_verdict(
+    tmp_path: Path, fate: str
+) -> None:
+    book_tests = (REPO_ROOT / "solutions" / "book02" / GROUP.file).read_text(encoding="utf-8")
+    hostile = _folder(tmp_path, "hostile", book_tests)
+    # Against a faulty version a test fails; then the run hangs, or floods
+    # the terminal pytest writes its summary to.
+    act = "time.sleep(60)" if fate == "timeout" else "terminalreporter.write('x' * 4_000_000)"
+    (hostile / "conftest.py").write_text(
+        "import time\n\n"
+        "def pytest_terminal_summary(terminalreporter):\n"
+        "    if terminalreporter.stats.get('failed'):\n"
+        f"        {act}\n",
+        encoding="utf-8",
+    )
+    honest = _folder(tmp_path, "honest", book_tests)
+    limits = _QuickLimits()
+    bad = _ZygoteRuns(GROUP, hostile, Isolation.BUBBLEWRAP, limits)
+    good = _ZygoteRuns(GROUP, honest, Isolation.BUBBLEWRAP, limits)
+    try:
+        # Two workers' files in flight at once: each has a zygote of its own.
+        assert bad._zygote is not good._zygote
+        first = good.run(GROUP.versions()[0], "seed")
+        ended = bad.run(GROUP.versions()[0], "seed")
+        after = [good.run(None, "seed"), bad.run(None, "seed"), good.run(GROUP.versions()[1], "s")]
+    finally:
+        bad.close()
+        good.close()
+    assert (ended.status, ended.fate) == (None, fate)
+    assert [run.status for run in [first, *after]] == [1, 0, 0, 1]
+    # The same file, given back and taken again, is served by a zygote that
+    # lives on (the honest one) or started afresh (the one the hostile run ended).
+    again = _ZygoteRuns(GROUP, honest, Isolation.BUBBLEWRAP, limits)
+    try:
+        assert again.run(None, "seed").status == 0
+    finally:
+        again.close()
+
+
+def test_a_submission_after_the_first_starts_no_sandbox_for_its_tests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    grade = functools.partial(
+        grade_submission,
+        REPO_ROOT / "solutions" / "book02",
+        load_book(2),
+        isolation=Isolation.BUBBLEWRAP,
+        limits=Limits(),
+        seed=1,
+    )
+    first = grade(name="first")
+    started: list[Launch] = []
+    real_start = learner_tests.start
+
+    def counting_start(
+        isolation: Isolation, launch: Launch, scratch: Path
+    ) -> subprocess.Popen[bytes]:
+        started.append(launch)
+        return real_start(isolation, launch, scratch)
+
+    monkeypatch.setattr(learner_tests, "start", counting_start)
+    second = grade(name="second")
+    assert first.total == first.max and second.total == second.max
+    # Its nine runs forked from the zygote the first submission started, and
+    # the oracle was the batch's already.
+    assert started == []

@@ -131,7 +131,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="in bubblewrap mode, start a sandbox of its own for every run of a learner's "
         "tests, instead of forking each run, in namespaces of its own, from one warm "
-        "sandbox per test file: slower, the same grades (the benchmark's baseline). "
+        "sandbox per worker: slower, the same grades (the benchmark's baseline). "
         "Where the kernel refuses namespaces inside the sandbox this is the path taken anyway",
     )
     parser.add_argument(

@@ -12,17 +12,25 @@ versions apart by behaviour only.
 
 The runs share nothing, so a test cannot learn which run it is in (else a
 suite could record the first run's behaviour and flag any difference). In
-bubblewrap mode, where the kernel allows namespaces inside the sandbox, all
-runs of a file fork from one warm zygote in one sandbox per submission
-(`gradechild.zygote`): each run gets new user, mount, IPC, network, PID and
-UTS namespaces, a fresh /tmp, no /proc, no capabilities, its own limits
-and filter, and only its own descriptors, so what one run leaves (files,
-shared memory, sockets, processes) is gone before the next starts, and the
-zygote is neither visible nor traceable from a run. Elsewhere (process
-mode, a kernel that refuses nested namespaces, or `one_sandbox_per_run`),
-each run starts a sandbox of its own over a fresh copy of the folder.
-Either way a run that runs out of time or floods its output is ended with
-its whole sandbox.
+bubblewrap mode, where the kernel allows namespaces inside the sandbox,
+every run forks from a warm zygote (`gradechild.zygote`) that the batch
+keeps: one per worker (two where some folders name Hypothesis and others
+do not), serving every learner-test file of every submission that worker
+grades, so a submission starts no sandbox for its tests. The zygote's
+sandbox shows one folder holding, under unguessable names, a copy of each
+folder being graded (the stand-in in place of the book's module); each run
+gets its own copy bound over that folder, so it sees its own and nothing
+of another's, and new user, mount, IPC, network, PID and UTS namespaces, a
+fresh /tmp, no /proc, no capabilities, its own limits and filter, and only
+its own descriptors: what one run leaves (files, shared memory, sockets,
+processes) is gone before the next starts, whichever file and submission
+the next is, and the zygote is neither visible nor traceable from a run.
+Elsewhere (process mode, a kernel that refuses nested namespaces, or
+`one_sandbox_per_run`), each run starts a sandbox of its own over a fresh
+copy of the folder. Either way a run that runs out of time or floods its
+output is ended with its whole sandbox (the zygote's, which the next run
+starts again: it had no other run in flight, as a worker sends one run at
+a time).
 
 Where the tests make folders for the code they test (`Surface.files`), the
 learner's sandbox gets a temporary folder under a name chosen for the run
@@ -61,6 +69,7 @@ from pathlib import Path
 
 import bookproof
 from bookproof.grade.book import FaultyVersion, LearnerTests
+from bookproof.grade.child.test_run import _mentions_hypothesis
 from bookproof.grade.sandbox import (
     Isolation,
     Launch,
@@ -315,12 +324,13 @@ def _oracle(group: LearnerTests, isolation: Isolation, limits: Limits) -> _Oracl
 
 
 def close_oracles() -> None:
-    """Stop every oracle; the grader calls it once the batch is graded."""
+    """Stop every oracle and every zygote; the grader calls it once the batch is graded."""
     with _ORACLES_LOCK:
         oracles = list(_ORACLES.values())
         _ORACLES.clear()
     for oracle in oracles:
         oracle.close()
+    _ZYGOTES.close()
 
 
 atexit.register(close_oracles)
@@ -373,12 +383,17 @@ def _learner_folder(group: LearnerTests, copy: Path, scratch: Path) -> Path:
     # Reached by the child's user through a scratch folder it cannot list.
     os.chmod(scratch, 0o711)
     folder = scratch / f"submission-{secrets.token_hex(8)}"
+    _copy_with_stand_in(group, copy, folder)
+    return folder
+
+
+def _copy_with_stand_in(group: LearnerTests, copy: Path, folder: Path) -> None:
+    """Copy the learner's folder to `folder`, the book's module replaced by the stand-in."""
     shutil.copytree(copy, folder)
     stand_in = folder / f"{group.book.module}.py"
     stand_in.unlink(missing_ok=True)
     stand_in.write_text(_STAND_IN.format(surface=repr(group.surface.describe())), encoding="utf-8")
     os.chmod(stand_in, 0o644)
-    return folder
 
 
 def _scratch_name(group: LearnerTests, isolation: Isolation) -> str | None:
@@ -395,9 +410,9 @@ def _scratch_name(group: LearnerTests, isolation: Isolation) -> str | None:
 
 def _runner(
     group: LearnerTests, copy: Path, isolation: Isolation, limits: Limits
-) -> _SandboxPerRun | _Zygote:
+) -> _SandboxPerRun | _ZygoteRuns:
     if runs_share_a_sandbox(isolation):
-        return _Zygote(group, copy, isolation, limits)
+        return _ZygoteRuns(group, copy, isolation, limits)
     return _SandboxPerRun(group, copy, isolation, limits)
 
 
@@ -418,37 +433,69 @@ class _SandboxPerRun:
         pass
 
 
-class _Zygote:
-    """One warm sandbox for one learner-test file of one submission; each run forks from it.
+class _ZygoteRuns:
+    """The runs of one learner-test file of one submission, forked from a zygote of the batch's.
 
-    The sandbox shows a copy of the folder (with the stand-in) read-only, as
-    a run's own sandbox would. `gradechild.zygote` makes each run's world
-    (namespaces, /tmp, no /proc, no capabilities, its limits); this side
-    sends a run its socket to the oracle's server and two fresh pipes, reads
-    its output under the same bound as ever and its exit status, and ends the
-    whole sandbox when a run runs out of time or floods its output (the next
-    run then gets a new one).
+    The folder (a copy with the stand-in) goes below the zygotes' common
+    folder under a name of its own, and is removed with this object; the
+    zygote is borrowed for the file's runs and given back after them.
     """
 
     def __init__(
         self, group: LearnerTests, copy: Path, isolation: Isolation, limits: Limits
     ) -> None:
-        self._group, self._isolation, self._limits = group, isolation, limits
-        self._scratch = Path(tempfile.mkdtemp(prefix="bookproof-tests-"))
-        self._folder = _learner_folder(group, copy, self._scratch)
+        self._group = group
+        self._folder = _ZYGOTES.root() / secrets.token_hex(16)
+        try:
+            _copy_with_stand_in(group, copy, self._folder)
+            # Read in the copy the runs see, the stand-in in place of the module.
+            hypothesis = _mentions_hypothesis(str(self._folder))
+        except BaseException:
+            shutil.rmtree(self._folder, ignore_errors=True)
+            raise
+        self._zygote = _ZYGOTES.take(isolation, limits, hypothesis)
+
+    def run(self, variant: FaultyVersion | None, seed: str) -> _Run:
+        return self._zygote.run(self._group, self._folder.name, variant, seed)
+
+    def close(self) -> None:
+        _ZYGOTES.give_back(self._zygote)
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+class _Zygote:
+    """One warm sandbox whose zygote forks every run it is sent, of any file of any submission.
+
+    The sandbox shows `root`, the folder holding each served folder (a copy
+    of a submission's with the stand-in) under an unguessable name, read-only
+    at the run's working folder; `gradechild.zygote` binds the run's own
+    folder over it, so a run sees its folder and nothing of another's, and
+    makes the rest of the run's world (namespaces, /tmp, no /proc, no
+    capabilities, its limits). This side sends a run its socket to the
+    oracle's server and two fresh pipes, reads its output under the same
+    bound as ever and its exit status, and ends the whole sandbox when a run
+    runs out of time or floods its output, or finds it gone: the next run
+    then gets a new one.
+    """
+
+    def __init__(self, root: Path, hypothesis: bool, isolation: Isolation, limits: Limits) -> None:
+        self.root, self.hypothesis = root, hypothesis
+        self._isolation, self._limits = isolation, limits
+        self._scratch = Path(tempfile.mkdtemp(prefix="bookproof-zygote-"))
         self._process: subprocess.Popen[bytes] | None = None
         self._control: socket.socket | None = None
-        self._starts = 0
+        self.starts = 0
 
     def _start(self) -> tuple[subprocess.Popen[bytes], socket.socket]:
         ours, theirs = socket.socketpair()
-        self._starts += 1
-        home = self._scratch / f"zygote-{self._starts}"
+        self.starts += 1
+        home = self._scratch / f"zygote-{self.starts}"
         home.mkdir()
         config = {
             "control": theirs.fileno(),
             "workdir": "{workdir}",
-            # The zygote lives for the file's runs; each run sets its own clock.
+            "hypothesis": self.hypothesis,
+            # The zygote lives for the batch; each run sets its own clock.
             "limits": self._limits.for_child(24 * 3600),
             "tmp_bytes": self._limits.tmp_bytes,
         }
@@ -458,7 +505,7 @@ class _Zygote:
                 Launch(
                     _ZYGOTE_BOOT,
                     config,
-                    self._folder,
+                    self.root,
                     (theirs.fileno(),),
                     tmp_bytes=self._limits.tmp_bytes,
                 ),
@@ -491,13 +538,20 @@ class _Zygote:
         self._end()
         shutil.rmtree(self._scratch, ignore_errors=True)
 
-    def run(self, variant: FaultyVersion | None, seed: str) -> _Run:
-        group, limits = self._group, self._limits
-        process, control = (
-            (self._process, self._control)
-            if self._process is not None and self._control is not None
-            else self._start()
-        )
+    def _running(self) -> tuple[subprocess.Popen[bytes], socket.socket]:
+        """The live zygote; a new one when there is none, or the last one died between runs."""
+        if self._process is not None and exited(self._process):
+            self._end()
+        if self._process is not None and self._control is not None:
+            return self._process, self._control
+        return self._start()
+
+    def run(
+        self, group: LearnerTests, folder: str, variant: FaultyVersion | None, seed: str
+    ) -> _Run:
+        """One run of `group`'s file over the served folder named `folder`."""
+        limits = self._limits
+        process, control = self._running()
         shared = _scratch_name(group, self._isolation)
         ours, theirs = socket.socketpair()
         out_read, out_write = os.pipe()
@@ -516,7 +570,7 @@ class _Zygote:
             try:
                 socket.send_fds(
                     control,
-                    [json.dumps({"config": config}).encode()],
+                    [json.dumps({"config": config, "folder": folder}).encode()],
                     [theirs.fileno(), out_write, err_write],
                 )
             except OSError as exc:
@@ -526,7 +580,7 @@ class _Zygote:
                 os.close(fd)
             out_write = err_write = -1
             theirs.close()
-            return self._watch(process, control, variant, out_read, err_read)
+            return self._watch(group, process, control, variant, out_read, err_read)
         finally:
             ours.close()
             theirs.close()
@@ -536,6 +590,7 @@ class _Zygote:
 
     def _watch(
         self,
+        group: LearnerTests,
         process: subprocess.Popen[bytes],
         control: socket.socket,
         variant: FaultyVersion | None,
@@ -558,7 +613,7 @@ class _Zygote:
                     return _Run(variant, None, "timeout", output.said)
                 for key, _ in selector.select(timeout=remaining):
                     if key.data == "status":
-                        status = _status(control, process, output)
+                        status = self._status(control, process, output)
                         break
                     chunk = os.read(key.fd, 65536)
                     if not chunk:
@@ -573,10 +628,85 @@ class _Zygote:
         if not output.started():
             detail = output.tail.decode("utf-8", "replace").strip().splitlines()[:1]
             raise IsolationFailed(
-                f"a run of {self._group.file} ended before it started (status {status})"
+                f"a run of {group.file} ended before it started (status {status})"
                 + (f": {detail[0]}" if detail else "")
             )
         return _Run(variant, status, "", output.said)
+
+    def _status(
+        self, control: socket.socket, process: subprocess.Popen[bytes], output: Output
+    ) -> int:
+        """The run's exit status as the zygote reports it; IsolationFailed if the zygote is gone."""
+        line = b""
+        while not line.endswith(b"\n") and len(line) < 16:
+            chunk = control.recv(16 - len(line))
+            if not chunk:
+                stop(process, close_streams=False)
+                output.drain(process.stderr, "stderr")
+                self._end()
+                raise IsolationFailed(
+                    "the learner-test sandbox stopped before a run ended"
+                    + (
+                        f": {output.tail.decode('utf-8', 'replace').strip()[-200:]}"
+                        if output.tail
+                        else ""
+                    )
+                )
+            line += chunk
+        return int(line)
+
+
+class _Zygotes:
+    """The batch's idle zygotes, by what they serve, and the folder every one of them shows.
+
+    A worker borrows one for a file's runs and gives it back, so that each
+    worker has a zygote of its own and a batch starts about one per worker
+    (one more where some folders name Hypothesis and others do not), not one
+    per submission.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[str, Limits, bool], list[_Zygote]] = {}
+        self._lent: set[_Zygote] = set()
+        self._root: Path | None = None
+
+    def root(self) -> Path:
+        """The folder every zygote's sandbox shows, where each served folder goes."""
+        with self._lock:
+            if self._root is None:
+                self._root = Path(tempfile.mkdtemp(prefix="bookproof-served-"))
+            return self._root
+
+    def take(self, isolation: Isolation, limits: Limits, hypothesis: bool) -> _Zygote:
+        root = self.root()
+        with self._lock:
+            idle = self._idle.setdefault((isolation.value, limits, hypothesis), [])
+            zygote = idle.pop() if idle else _Zygote(root, hypothesis, isolation, limits)
+            self._lent.add(zygote)
+            return zygote
+
+    def give_back(self, zygote: _Zygote) -> None:
+        with self._lock:
+            if zygote not in self._lent:
+                return  # closed with the batch meanwhile
+            self._lent.discard(zygote)
+            key = (zygote._isolation.value, zygote._limits, zygote.hypothesis)
+            self._idle.setdefault(key, []).append(zygote)
+
+    def close(self) -> None:
+        with self._lock:
+            zygotes = [z for idle in self._idle.values() for z in idle] + list(self._lent)
+            self._idle.clear()
+            self._lent.clear()
+            root, self._root = self._root, None
+        for zygote in zygotes:
+            zygote.close()
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+_ZYGOTES = _Zygotes()
 
 
 class _Heard(Output):
@@ -593,26 +723,6 @@ class _Heard(Output):
     def take(self, data: bytes, stream: str) -> bool:
         self.said = (self.said + data)[-8192:]
         return super().take(data, stream)
-
-
-def _status(control: socket.socket, process: subprocess.Popen[bytes], output: Output) -> int:
-    """The run's exit status as the zygote reports it; IsolationFailed if the zygote is gone."""
-    line = b""
-    while not line.endswith(b"\n") and len(line) < 16:
-        chunk = control.recv(16 - len(line))
-        if not chunk:
-            stop(process, close_streams=False)
-            output.drain(process.stderr, "stderr")
-            raise IsolationFailed(
-                "the learner-test sandbox stopped before a run ended"
-                + (
-                    f": {output.tail.decode('utf-8', 'replace').strip()[-200:]}"
-                    if output.tail
-                    else ""
-                )
-            )
-        line += chunk
-    return int(line)
 
 
 def _drain(fd: int, name: str, output: Output) -> None:

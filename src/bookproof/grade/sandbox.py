@@ -17,10 +17,12 @@ tool that runs untrusted Python. This module holds the grader's policy:
 - the limits of a grading run (`Limits`): a clock per question, output and
   memory bounds;
 - how a learner's test file runs (`runs_share_a_sandbox`): in bubblewrap
-  mode, all of a file's runs fork from one warm zygote in one sandbox, each
-  in namespaces of its own (`gradechild.zygote`), wherever the kernel allows
-  namespaces inside the sandbox (`nested_runs_problem`); elsewhere, or when
-  the caller asks (`one_sandbox_per_run`), each run gets a sandbox of its own.
+  mode, every run forks from a warm zygote the batch keeps in one sandbox
+  per worker, serving every test file of every submission, each run in
+  namespaces of its own over its own folder (`gradechild.zygote`),
+  wherever the kernel allows namespaces inside the sandbox
+  (`nested_runs_problem`); elsewhere, or when the caller asks
+  (`one_sandbox_per_run`), each run gets a sandbox of its own.
 
 In process mode a child finds its folders at their real paths; `gradechild`
 is copied into its scratch folder, so that it never needs to read the
@@ -236,7 +238,7 @@ def nested_runs_problem() -> str | None:
 
 
 def runs_share_a_sandbox(isolation: Isolation) -> bool:
-    """Whether a learner's test runs fork from one zygote sandbox (True) or get one each."""
+    """Whether a learner's test runs fork from the batch's zygotes (True) or get a sandbox each."""
     return (
         isolation is Isolation.BUBBLEWRAP
         and not _ONE_SANDBOX_PER_RUN[0]
@@ -371,7 +373,7 @@ def describe(isolation: Isolation) -> str:
     if isolation is Isolation.BUBBLEWRAP:
         runs = (
             "each run of a learner's tests in namespaces of its own, forked in one sandbox "
-            "per test file"
+            "per worker"
             if runs_share_a_sandbox(isolation)
             else "each run of a learner's tests in a sandbox of its own"
         )

@@ -1,11 +1,15 @@
-"""A warm start for a learner's test runs: one interpreter per test file, a fresh world per run.
+"""A warm start for learners' test runs: one interpreter for many runs, a fresh world per run.
 
 Starting an interpreter and importing pytest (and Hypothesis) costs more than
-most learners' tests take to run, nine times a submission. The zygote pays it
-once: in one bubblewrap sandbox per learner-test file and submission, it
-imports pytest, Hypothesis where the folder names it, and this package
-(never the learner's code), then forks one process per run the grader
-sends it.
+most learners' tests take to run, nine times a test file. The zygote pays it
+once for a batch's worker: in one bubblewrap sandbox, it imports pytest,
+Hypothesis when the grader asks (it keeps a zygote for folders that name it
+and one for those that do not), and this package (never a learner's code),
+then forks one process per run the grader sends it, of any test file of any
+submission. Its sandbox shows, read-only at the run's working folder, a
+folder holding a copy of each folder it serves under a name of the
+grader's (a random token); a run is told its folder's name, and sees that
+folder alone.
 
 The runs must still share nothing (exercises/GRADING.md): a test that could
 tell the first run from the next could record how the reference behaved and
@@ -15,6 +19,8 @@ world of its own, as bubblewrap would:
 - new user, mount, IPC, network, PID and UTS namespaces (`unshare`), the
   user mapped to itself, so that nothing it creates (a SysV segment, an
   abstract socket, a process) is seen by the next run;
+- its own folder bound over the folder of every served folder, so that the
+  others are hidden beneath it (a run keeps no capability to lift a mount);
 - in the PID namespace a small init (PID 1, the grader's code) that waits
   for the run (PID 2): when the run ends, the kernel ends everything left in
   its namespace;
@@ -27,14 +33,19 @@ world of its own, as bubblewrap would:
   `random`, and only its own three descriptors (the pipes the grader reads
   and the socket to the code under test), always at the same numbers.
 
-The learner's folder is the sandbox's read-only mount, which the new mount
+The run's folder is a bind of the sandbox's read-only mount, which the new mount
 namespace cannot make writable (the kernel locks a mount's read-only flag
 for a namespace owned by a less privileged user). The zygote itself is
 non-dumpable, so no run may trace it or open its memory even where it could
-name it. What stays common to the runs of one zygote is what an interpreter
-fixes at start: the hash seed of `str` and `bytes` (set and dict order of
-strings is the same in every run of a file, where separate interpreters
-would each draw one).
+name it; of the runs it served, its memory holds what the grader sent it (a
+test file's name, a folder's name, a path for the tests' folders), never a
+verdict or which version a run was against (that goes to the oracle). What
+stays common to the runs of one zygote is what it held before its first
+run, the same in each: the modules it imported (frozen out of the garbage
+collector's walks, `gc.freeze`, so that pytest's collections in a run walk
+only the run's own objects), and what an interpreter fixes at start, the
+hash seed of `str` and `bytes` (set and dict order of strings is the same
+in every run it forks, where separate interpreters would each draw one).
 
 `probe` performs the same isolation once and exits 0: the grader's test of
 whether this kernel allows namespaces inside its sandbox.
@@ -56,7 +67,6 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .limits import READY, start_up
-from .test_run import _mentions_hypothesis
 
 __all__ = ["main", "probe"]
 
@@ -73,6 +83,11 @@ _CAPABILITY_VERSION_3 = 0x20080522
 CHANNEL = 3
 # Bounds what a message from the grader may be; a run's config is a few hundred bytes.
 _MESSAGE_BYTES = 65536
+# Modules every pytest.main imports when none has yet (seen in a run's
+# sys.modules), imported by the zygote instead of nine times a file.
+_IMPORTED_BY_EACH_RUN = ("pdb", "readline", "_pytest._argcomplete", "faulthandler")
+# A folder's name below the zygote's workdir, as the grader makes it (a token).
+_FOLDER_NAME = re.compile(r"[0-9a-f]{32}")
 # The status a run's init reports when the run could not be set up (never pytest's).
 _SETUP_FAILED = 125
 
@@ -193,18 +208,42 @@ def _fresh_tmp(tmp_bytes: int) -> None:
     os.close(old)
 
 
-def _make_world(tmp_bytes: int) -> None:
-    """In the new mount namespace: nothing propagates out, a fresh /tmp, /proc hidden."""
+def _show_only(workdir: str, folder: str) -> None:
+    """Show the run's own folder at `workdir`, over the folder of every submission's folders.
+
+    The sandbox shows all the folders the zygote serves below `workdir`; the
+    run's is bound over that whole folder, so the others are hidden beneath
+    it, and no run can lift a mount (it keeps no capability). The bind keeps
+    the sandbox's read-only flag, which this namespace cannot lift either.
+    """
+    if not _FOLDER_NAME.fullmatch(folder):
+        raise ValueError(f"not a folder name of the grader's: {folder!r}")
+    _mount(f"{workdir}/{folder}", workdir, None, _BIND | _REC, None)
+    # The zygote's working folder was the one below: a run must not keep it.
+    os.chdir(workdir)
+
+
+def _make_world(tmp_bytes: int, workdir: str | None, folder: str | None) -> None:
+    """In the new mount namespace: nothing propagates out, the run's own folder only,
+    a fresh /tmp, /proc hidden."""
     _mount("none", "/", None, _REC | _PRIVATE, None)
+    if workdir is not None and folder is not None:
+        _show_only(workdir, folder)
     _fresh_tmp(tmp_bytes)
     # Last: /proc is read above, through the sandbox's own.
     _mount("tmpfs", "/proc", "tmpfs", _RDONLY | _NOSUID | _NODEV | _NOEXEC, "size=4k,mode=555")
 
 
-def _isolated(body: Callable[[], object], tmp_bytes: int) -> None:
+def _isolated(
+    body: Callable[[], object],
+    tmp_bytes: int,
+    workdir: str | None = None,
+    folder: str | None = None,
+) -> None:
     """Fork, isolate, fork again; `body` runs as PID 2 of its namespace. Exits with its status.
 
-    Called in a fresh fork of the zygote; never returns.
+    `folder`: the name below `workdir` of the folder the run sees at
+    `workdir`. Called in a fresh fork of the zygote; never returns.
     """
     try:
         _enter_namespaces()
@@ -217,7 +256,7 @@ def _isolated(body: Callable[[], object], tmp_bytes: int) -> None:
         os._exit(_exit_code(status))
     # PID 1 of the new namespace: when it exits, every process left in it is killed.
     try:
-        _make_world(int(tmp_bytes))
+        _make_world(int(tmp_bytes), workdir, folder)
         run = os.fork()
     except BaseException as exc:
         _setup_failed(exc)
@@ -248,25 +287,29 @@ def _descriptors(channel: int, out: int, err: int) -> None:
     os.closerange(CHANNEL + 1, os.sysconf("SC_OPEN_MAX"))
 
 
-def _warm(workdir: str) -> None:
+def _warm(with_hypothesis: bool) -> None:
     """Import what every run needs, so that a run only collects and runs the learner's tests.
 
-    Hypothesis only for a folder that names it, as a run of its own would:
-    a run's address-space limit counts what the zygote loaded.
+    Hypothesis only in a zygote that serves folders naming it (the grader
+    keeps one of each kind), as a run of its own would: a run's
+    address-space limit counts what the zygote loaded.
     """
     import importlib
 
     import pytest
     from _pytest.config import default_plugins
 
-    for name in default_plugins:
+    # pytest's plugins, and what every pytest.main imports on its way
+    # (its debugger and the debugger's line editing, its shell completion).
+    for name in (*(f"_pytest.{plugin}" for plugin in default_plugins), *_IMPORTED_BY_EACH_RUN):
         try:
-            importlib.import_module(f"_pytest.{name}")
+            importlib.import_module(name)
         except ImportError:
             continue
-    if _mentions_hypothesis(workdir):
+    if with_hypothesis:
         with contextlib.suppress(ImportError):
-            import hypothesis  # noqa: F401
+            # Its state machines too: a module of its own, which book 6's tests use.
+            import hypothesis.stateful  # noqa: F401
     from . import stand_in, test_run  # noqa: F401
 
     del pytest
@@ -279,7 +322,12 @@ def main() -> None:
     _check(_libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl")
     # The zygote must fork and unshare; each run installs the filter for itself.
     start_up(config["limits"], require_filter=False, forbid_processes=False)
-    _warm(config["workdir"])
+    _warm(bool(config["hypothesis"]))
+    # What the zygote holds now lives as long as it does: frozen, so that no
+    # collection in a run walks it again (pytest collects several times per
+    # run). The same in every run, as everything the zygote holds.
+    gc.collect()
+    gc.freeze()
     control = socket.socket(fileno=config["control"])
     while True:
         message, fds, _, _ = socket.recv_fds(control, _MESSAGE_BYTES, 3)
@@ -293,7 +341,10 @@ def main() -> None:
             control.close()
             _descriptors(*fds)
             _isolated(
-                functools.partial(_run, run["config"], config["workdir"]), config["tmp_bytes"]
+                functools.partial(_run, run["config"], config["workdir"]),
+                config["tmp_bytes"],
+                config["workdir"],
+                str(run["folder"]),
             )
         for fd in fds:
             os.close(fd)
