@@ -1,13 +1,21 @@
 """What the browser tests of the real book's site share: Chromium, a page opened, a screenshot.
 
 Chromium is Debian's (`/usr/bin/chromium`), driven by Playwright through
-`executable_path`: no browser is ever downloaded. Screenshots are saved under
-`build/site-screenshots/` (CI keeps that folder as an artifact).
+`executable_path`: no browser is ever downloaded.
+
+Screenshots of every chapter, at a desktop's and a phone's width, are saved
+under `build/site-screenshots/` in CI, which keeps that folder as an artifact
+for a person to look at: `SITE_SCREENSHOTS=1` (which `.ci/run` sets) or
+`CI=true` asks for them. No test looks at those, and a chapter is tens of
+thousands of pixels tall: saving them cost most of the browser tests' time,
+so a developer's run leaves them out. The one screenshot a test looks at (the
+glossary's, held pixel for pixel to Playwright's) is taken in every run.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +26,11 @@ from bookproof.verify.environment import DEFAULT_MANIFEST
 from bookproof.verify.manifest import ManifestChapter, load_manifest
 
 SCREENSHOTS = REPO / "build" / "site-screenshots"
+SCREENSHOTS_VARIABLE = "SITE_SCREENSHOTS"
+# Asked for as tests/strength.py asks for full strength: by CI, or by name.
+SAVE_SCREENSHOTS = os.environ.get(SCREENSHOTS_VARIABLE) == "1" or os.environ.get(
+    "CI", ""
+).lower() in {"1", "true", "yes"}
 DESKTOP = {"width": 1280, "height": 900}
 LAPTOP = DESKTOP  # the width readers of a laptop have: 1,280 px
 PHONE = {"width": 375, "height": 812}
@@ -116,6 +129,20 @@ def screenshot(page: Page, name: str) -> None:
     finally:
         session.detach()
     (SCREENSHOTS / f"{name}.png").write_bytes(base64.b64decode(shot["data"]))
+
+
+def keep_screenshot(page: Page, name: str, *, full_page: bool = True) -> None:
+    """Save what a person looks at in CI's artifact: the whole page, or its first screen.
+
+    Only when screenshots are asked for (`SAVE_SCREENSHOTS`): no test reads these files.
+    """
+    if not SAVE_SCREENSHOTS:
+        return
+    if full_page:
+        screenshot(page, name)
+    else:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
 
 
 def chapter_report(report: Any, chapter: ManifestChapter) -> Any:

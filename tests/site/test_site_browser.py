@@ -5,7 +5,7 @@ exercise books' downloads. Each chapter's own page is tested in
 test_site_browser_chapters.py (at a desktop's width) and
 test_site_browser_phone.py; the three files share one build of the site per
 test run (tests/site/real_site.py) and run side by side under pytest-xdist.
-Screenshots go to `build/site-screenshots/` (CI keeps that folder as an artifact).
+Screenshots go to `build/site-screenshots/` when asked for (tests/site/browsing.py says when).
 """
 
 from __future__ import annotations
@@ -15,7 +15,16 @@ import zipfile
 from urllib.parse import urldefrag, urljoin, urlparse
 
 import pytest
-from browsing import DESKTOP, DRAFTED, SCREENSHOTS, chapter_report, page_path, screenshot, visit
+from browsing import (
+    DESKTOP,
+    DRAFTED,
+    SCREENSHOTS,
+    chapter_report,
+    keep_screenshot,
+    page_path,
+    screenshot,
+    visit,
+)
 from matplotlib.image import imread
 from playwright.sync_api import BrowserContext, Page
 from real_site import RealSite
@@ -50,7 +59,7 @@ def test_the_contents_page_lists_every_chapter_in_order(
 ) -> None:
     seen = visit(browser, site_url + "index.html")
     try:
-        screenshot(seen.page, "index-desktop")
+        keep_screenshot(seen.page, "index-desktop")
         entries = seen.page.locator(".book-contents > li")
         manifest = load_manifest(DEFAULT_MANIFEST).chapters
         assert entries.count() == len(manifest)
@@ -220,8 +229,7 @@ def test_the_one_page_book_holds_every_drafted_chapter_in_order_with_working_lin
         page.wait_for_load_state("load")
         assert page.url == site_url + "book.html"
         assert elsewhere == []
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / "book-desktop.png"))  # its top: it is long
+        keep_screenshot(page, "book-desktop", full_page=False)  # its top: it is long
         titles = page.locator("article .whole-book-chapter h1").all_inner_texts()
         assert [title.rstrip("¶").strip() for title in titles] == [
             f"Chapter {chapter.number}. {chapter.title}" for chapter in DRAFTED

@@ -1,8 +1,8 @@
 """Each chapter's page of the real book's site in a real headless Chromium, at a desktop's width.
 
 Each chapter is saved as a screenshot at 1,280 px under
-`build/site-screenshots/` (CI keeps that folder as an artifact); its phone
-width is test_site_browser_phone.py's.
+`build/site-screenshots/` when asked for (tests/site/browsing.py says when);
+its phone width is test_site_browser_phone.py's.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browsing import CHAPTER_IDS, DRAFTED, LAPTOP, chapter_report, page_path, screenshot, visit
+from browsing import CHAPTER_IDS, DRAFTED, LAPTOP, chapter_report, keep_screenshot, page_path, visit
 from markdown_it import MarkdownIt
 from playwright.sync_api import BrowserContext
 from real_site import RealSite
@@ -27,7 +27,7 @@ def test_a_chapter_page_loads_without_console_errors(
     seen = visit(browser, site_url + page_path(chapter))
     try:
         assert seen.page.locator("h1").first.inner_text().startswith(f"Chapter {chapter.number}")
-        screenshot(seen.page, f"{Path(page_path(chapter)).stem}-desktop")
+        keep_screenshot(seen.page, f"{Path(page_path(chapter)).stem}-desktop")
         assert seen.problems == []
     finally:
         seen.page.close()

@@ -1,7 +1,7 @@
 """Each chapter's page of the real book's site in a real headless Chromium, at a phone's width.
 
 Each chapter is saved as a screenshot at 375 px under `build/site-screenshots/`
-(CI keeps that folder as an artifact).
+when asked for (tests/site/browsing.py says when).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from browsing import CHAPTER_IDS, DRAFTED, PHONE, page_path, screenshot, visit
+from browsing import CHAPTER_IDS, DRAFTED, PHONE, keep_screenshot, page_path, visit
 from playwright.sync_api import BrowserContext
 
 from bookproof.verify.manifest import ManifestChapter
@@ -24,7 +24,7 @@ def test_a_chapter_page_is_readable_at_a_phone_width(
     seen = visit(browser, site_url + page_path(chapter), PHONE)
     try:
         page = seen.page
-        screenshot(page, f"{Path(page_path(chapter)).stem}-phone")
+        keep_screenshot(page, f"{Path(page_path(chapter)).stem}-phone")
         widths = page.evaluate(
             """() => [document.documentElement.scrollWidth, window.innerWidth]"""
         )
