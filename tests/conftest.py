@@ -45,7 +45,7 @@ SLOW_FILES = (
     "bookproof/test_grade_isolation.py",
     "bookproof/test_grade_zygote.py",
     "bookproof/test_notebooks_execute.py",
-    "site/test_site_browser.py",
+    "site/test_site_browser*.py",
     "site/test_site_build.py",
     "sovereign_agent/test_dbos_recovery.py",
     "sovereign_agent/test_worker_recovery.py",
