@@ -42,6 +42,7 @@ from sovereign_agent.trace.recorder import (
     recorder_from_env,
     redact,
     secrets_from_env,
+    utf8_line_search,
 )
 
 KEY = "secret-token-5f0e2b9c7a41d3e8"
@@ -321,6 +322,19 @@ def test_the_one_pass_search_answers_as_the_plain_fragment_search(
 ) -> None:
     line = data.draw(lines_quoting(secrets))
     assert holds_secret(line, secrets) == holds_a_fragment(line, secrets)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(data=st.data(), secrets=SECRETS)
+def test_the_search_of_a_line_in_text_answers_as_the_plain_fragment_search(
+    data: st.DataObject, secrets: list[str]
+) -> None:
+    # The recorder searches the lines it writes itself before encoding them:
+    # text UTF-8 can encode, folded as text when ASCII. It must answer exactly
+    # as the plain search of the encoded line, or a key could slip through.
+    line = data.draw(lines_quoting(secrets))
+    text = line.decode()
+    assert utf8_line_search(secrets)(text) == holds_a_fragment(text.encode(), secrets)
 
 
 @settings(max_examples=examples(200), deadline=None)
