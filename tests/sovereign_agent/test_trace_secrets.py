@@ -247,6 +247,52 @@ def test_each_run_redacts_the_keys_the_environment_holds_when_it_starts(
     ]
 
 
+def test_values_searched_once_are_searched_again_when_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One sink serves every run of the process, and remembers which repeated
+    # values (instructions, task, setup, the offer of tools) hold no piece of
+    # its key. Instructions, then a tool's description, that quote the key
+    # after clean runs are still found and masked, and the clean runs after
+    # them are still written whole.
+    trace = tmp_path / "t.jsonl"
+    monkeypatch.setenv("SOVEREIGN_TRACE", str(trace))
+    monkeypatch.setenv("SUPPLIER_API_KEY", KEY)
+    quoting = f"Plan. Never show the key {KEY.upper()[2:]}."
+
+    def plan(system: str, dispatcher: Dispatcher) -> None:
+        run_task(
+            ScriptedModel(PLAN), dispatcher, "Plan.", max_steps=6, max_tool_calls=8, system=system
+        )
+
+    def quoting_tool() -> Dispatcher:
+        shop = build_tools(SHOP)
+        tool = ExecutableTool("supplier_portal", f"Portal; key {KEY}.", ProductArguments, str)
+        return Dispatcher([*shop.tools.values(), tool], allowed=[*shop.allowed, "supplier_portal"])
+
+    plan("Plan.", build_tools(SHOP))
+    plan(quoting, build_tools(SHOP))
+    plan("Plan.", quoting_tool())
+    plan("Plan.", build_tools(SHOP))
+    written = trace.read_text(encoding="utf-8")
+    assert_no_piece_of(KEY.lower(), written.lower())
+    starts = [json.loads(line) for line in written.splitlines() if '"run_started"' in line]
+    assert [start["gen_ai.system_instructions"] for start in starts] == [
+        "Plan.",
+        "Plan. Never show the key ***.",
+        "Plan.",
+        "Plan.",
+    ]
+    requests = [json.loads(line) for line in written.splitlines() if '"model_request"' in line]
+    described = [
+        schema["function"]["description"]
+        for request in requests
+        for schema in request["gen_ai.tool.definitions"]
+        if schema["function"]["name"] == "supplier_portal"
+    ]
+    assert described == ["Portal; key ***."]
+
+
 def spellings(text: str) -> set[bytes]:
     """Every way a JSON encoder of a trace line may write `text` inside a string."""
     spelled = {json.dumps(text)[1:-1].encode("ascii")}

@@ -64,6 +64,9 @@ MIN_SECRET_FRAGMENT = MIN_FRAGMENT
 _SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 # The longest a trace file may lag behind a run that is waiting on its model.
 WRITE_EVERY_S = 1.0
+# How many values a sink remembers as clean of its keys, or not (`known_clean`).
+_CLEAN_KEPT = 256
+_CLEAN_LONGEST = 65_536
 
 Sink = Callable[[dict[str, Any]], None]
 
@@ -178,6 +181,15 @@ def _spelled_search(secrets: tuple[str, ...]) -> Callable[[str], bool]:
     return piece_search(frozenset(piece.decode() for piece in _spelled_pieces(secrets)))
 
 
+def _line_matches(secrets: Sequence[str]) -> Callable[[str], bool]:
+    """The compiled search `utf8_line_search` runs, for a line it would fold as text."""
+    return utf8_piece_search(frozenset(piece.decode() for piece in _spelled_pieces(tuple(secrets))))
+
+
+def _matches_nothing(text: str) -> bool:
+    return False
+
+
 def utf8_line_search(secrets: Sequence[str]) -> Callable[[str], bool]:
     """`holds_secret` for a line still in text, one that UTF-8 can encode (no lone surrogate).
 
@@ -186,9 +198,7 @@ def utf8_line_search(secrets: Sequence[str]) -> Callable[[str], bool]:
     and an ASCII line, almost every line, is folded as text: its bytes folded,
     without encoding it and decoding the result again.
     """
-    matches = utf8_piece_search(
-        frozenset(piece.decode() for piece in _spelled_pieces(tuple(secrets)))
-    )
+    matches = _line_matches(secrets)
 
     def holds(text: str) -> bool:
         # str.lower() on ASCII text folds A-Z alone, as bytes.lower() does;
@@ -387,6 +397,11 @@ class JsonLinesFile:
         # The one-pass search for every spelling of every piece, made now: a
         # sink is made once for the keys a process holds, and writes many lines.
         self._search = utf8_line_search(self._secrets) if self._secrets else None
+        self._matches = _line_matches(self._secrets) if self._secrets else _matches_nothing
+        # Whether lines are searched at all: without a key, no probe need be made.
+        self.searching = self._search is not None
+        # Values found clean or not, by their text (see `known_clean`).
+        self._clean: dict[str, bool] = {}
         self._clock = clock
         self._written_at = clock()
 
@@ -401,7 +416,30 @@ class JsonLinesFile:
             line = encode_event(redact(event, self._secrets))
         self._append(kind, line)
 
-    def take_line(self, kind: str, text: str) -> bool:
+    def known_clean(self, *parts: str) -> bool:
+        """Whether each of `parts`, whole JSON values a line holds, holds no piece of a secret.
+
+        For values a process writes again and again (a run's instructions,
+        the offer of tools): each is searched once for the sink's keys and
+        the answer kept, by the text, so a line need not search it again (see
+        `take_line`'s `probe`). A value that cannot be UTF-8 is not clean.
+        """
+        for part in parts:
+            clean = self._clean.get(part)
+            if clean is None:
+                try:
+                    clean = self._search is None or not self._search(part)
+                except UnicodeEncodeError:
+                    return False
+                if len(part) <= _CLEAN_LONGEST:
+                    if len(self._clean) >= _CLEAN_KEPT:
+                        self._clean.clear()
+                    self._clean[part] = clean
+            if not clean:
+                return False
+        return True
+
+    def take_line(self, kind: str, text: str, probe: str | None = None) -> bool:
         """Append a line the recorder wrote itself, unless it must go the way of an event.
 
         The recorder writes the usual line straight from what it was told
@@ -409,13 +447,26 @@ class JsonLinesFile:
         It is refused, and the recorder hands over the event instead, when it
         cannot be UTF-8 (a lone surrogate: the standard library's escapes are
         written then) or holds a piece of a secret (the event is redacted).
+
+        `probe`, when given, is what is searched for secrets instead of the
+        line: the line with some of its values, each a whole JSON value that
+        `known_clean` found clean, left out. The event's way masks pieces
+        inside its strings only, and every string of a value left out lies
+        inside it, so searching the rest decides as searching the line would.
         """
         try:
             line = text.encode()
         except UnicodeEncodeError:
             return False
-        if self._search is not None and self._search(text):
-            return False
+        if self.searching:
+            searched = text if probe is None else probe
+            # `_search` written out for an ASCII line, almost every line: a call less.
+            if (
+                self._matches(searched.lower())
+                if searched.isascii()
+                else self._search is not None and self._search(searched)
+            ):
+                return False
         file = self._file
         if kind == "run_started":
             file.open()
@@ -446,13 +497,15 @@ class Offer:
 
     `fingerprints` follow the schemas' order; `by_name` maps each tool's name
     to its fingerprint (never changed once made: every run that makes this
-    offer shares it), `text` is that map as a line spells it, and `spelled`
-    each fingerprint as a line spells it.
+    offer shares it), `text` is that map as a line spells it, `spelled`
+    each fingerprint as a line spells it, and `definitions` the offer's own
+    JSON (`offer_json`), the text of its schemas where a line writes them all.
     """
 
-    __slots__ = ("by_name", "fingerprints", "spelled", "text")
+    __slots__ = ("by_name", "definitions", "fingerprints", "spelled", "text")
 
-    def __init__(self, tools: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, tools: Sequence[Mapping[str, Any]], offer_json: bytes = b"[]") -> None:
+        self.definitions = offer_json.decode()
         self.fingerprints = tuple(schema_fingerprint(schema) for schema in tools)
         self.by_name = {
             schema["function"]["name"]: fingerprint
@@ -471,15 +524,15 @@ _OFFERS: dict[bytes, Offer] = {}
 _OFFERS_KEPT = 256
 
 
-def _offer(tools: Sequence[Mapping[str, Any]]) -> tuple[bytes, Offer]:
-    """The offer's compact JSON (its definitions, as a line spells them) and what a line needs."""
+def _offer(tools: Sequence[Mapping[str, Any]]) -> Offer:
+    """What a line needs of the offer `tools`, found by its compact JSON or worked out now."""
     key = pydantic_core.to_json(tools)
     offer = _OFFERS.get(key)
     if offer is None:
         if len(_OFFERS) >= _OFFERS_KEPT:
             _OFFERS.clear()
-        offer = _OFFERS[key] = Offer(tools)
-    return key, offer
+        offer = _OFFERS[key] = Offer(tools, key)
+    return offer
 
 
 # How a line spells ASCII text: the standard library's encoder in C, which
@@ -700,22 +753,34 @@ class Recorder:
             self._head = f'{{"v":{FORMAT_VERSION},"run":{_text(self._run)},"seq":'
         lines = self._lines
         if lines is not None:
+            text: str | None = None
+            probe = None
             try:
-                text: str | None = (
+                head = (
                     f'{self._head}{seq},"event":"run_started",'
                     f'"gen_ai.operation.name":"invoke_agent","time_unix_nano":{_number(now)},'
                     f'"model":{_text(model.label)},'
                     f'"gen_ai.request.model":{_text(name) if isinstance(name, str) else "null"},'
-                    f'"task":{_start_text(task)},'
-                    f'"gen_ai.system_instructions":{_start_text(system)},'
-                    f'"max_steps":{_number(max_steps)},"max_tool_calls":{_number(max_tool_calls)},'
-                    f'"hints":{_flag(dispatcher.hints)},'
-                    f'"setup":{"null" if setup is None else _json(_setup(setup))}}}\n'
+                    f'"task":'
                 )
+                task_text, system_text = _start_text(task), _start_text(system)
+                middle = (
+                    f'"max_steps":{_number(max_steps)},"max_tool_calls":{_number(max_tool_calls)},'
+                    f'"hints":{_flag(dispatcher.hints)},"setup":'
+                )
+                setup_text = "null" if setup is None else _json(_setup(setup))
+                text = (
+                    f'{head}{task_text},"gen_ai.system_instructions":{system_text},'
+                    f"{middle}{setup_text}}}\n"
+                )
+                # With a key to hide, the task, the instructions and the setup,
+                # most often the same run after run, are searched once.
+                if lines.searching and lines.known_clean(task_text, system_text, setup_text):
+                    probe = f'{head}\n,"gen_ai.system_instructions":\n,{middle}\n}}\n'
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
                 text = None
-            if text is not None and lines.take_line("run_started", text):
+            if text is not None and lines.take_line("run_started", text, probe):
                 return
         self._sink(
             {
@@ -748,7 +813,7 @@ class Recorder:
         definitions_text = "[]"
         # Most steps offer what the step before offered: equal data, equal fingerprints.
         if tools != self._last_offer:
-            offer_json, offer = _offer(tools)
+            offer = _offer(tools)
             self._offer = offer
             self._offered = offer.by_name
             for schema, fingerprint in zip(tools, offer.fingerprints, strict=True):
@@ -763,21 +828,22 @@ class Recorder:
                 # Every schema of the offer is new (a run's first): the offer's
                 # own JSON, already made, is their text.
                 definitions_text = (
-                    offer_json.decode() if len(definitions) == len(tools) else _json(definitions)
+                    offer.definitions if len(definitions) == len(tools) else _json(definitions)
                 )
         self._seq = seq = self._seq + 1
         lines = self._lines
         if lines is not None:
-            try:
-                text: str | None = (
-                    f'{self._head}{seq},"event":"model_request","gen_ai.operation.name":"chat",'
-                    f'"step":{self._step},"messages":{len(messages)},"tools":{self._offered_text},'
-                    f'"gen_ai.tool.definitions":{definitions_text}}}\n'
-                )
-            except (TypeError, ValueError):
-                # A value the line cannot spell as the event's encoder would.
-                text = None
-            if text is not None and lines.take_line("model_request", text):
+            head = (
+                f'{self._head}{seq},"event":"model_request","gen_ai.operation.name":"chat",'
+                f'"step":{self._step},"messages":{len(messages)},"tools":'
+            )
+            text = f'{head}{self._offered_text},"gen_ai.tool.definitions":{definitions_text}}}\n'
+            probe = None
+            # With a key to hide, the offer's two texts, the same at every step
+            # of every run, are searched once (`known_clean`), the rest each time.
+            if lines.searching and lines.known_clean(self._offered_text, definitions_text):
+                probe = f'{head}\n,"gen_ai.tool.definitions":\n}}\n'
+            if lines.take_line("model_request", text, probe):
                 return
         self._sink(
             {
