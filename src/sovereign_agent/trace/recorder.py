@@ -555,9 +555,9 @@ _SHORT_TEXT = 40
 def _text(value: str) -> str:
     """A string as `encode_event` spells it.
 
-    The C encoder for short ASCII text, Pydantic's for the rest (a quarter as
-    quick as it on text beyond ASCII, chapter 3's instructions once held a
-    dash); a subclass of str, or anything else, is left to Pydantic, as in the event.
+    The C encoder for short ASCII text, Pydantic's for the rest (the C
+    encoder is a quarter as quick on text beyond ASCII, and slower on long
+    text); a subclass of str, or anything else, is left to Pydantic, as in the event.
     """
     if type(value) is str and len(value) <= _SHORT_TEXT and value.isascii():
         return _ascii_text(value)
