@@ -42,6 +42,7 @@ from sovereign_agent.trace.recorder import (
     recorder_from_env,
     redact,
     secrets_from_env,
+    utf8_line_search,
 )
 
 KEY = "secret-token-5f0e2b9c7a41d3e8"
@@ -246,6 +247,52 @@ def test_each_run_redacts_the_keys_the_environment_holds_when_it_starts(
     ]
 
 
+def test_values_searched_once_are_searched_again_when_they_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One sink serves every run of the process, and remembers which repeated
+    # values (instructions, task, setup, the offer of tools) hold no piece of
+    # its key. Instructions, then a tool's description, that quote the key
+    # after clean runs are still found and masked, and the clean runs after
+    # them are still written whole.
+    trace = tmp_path / "t.jsonl"
+    monkeypatch.setenv("SOVEREIGN_TRACE", str(trace))
+    monkeypatch.setenv("SUPPLIER_API_KEY", KEY)
+    quoting = f"Plan. Never show the key {KEY.upper()[2:]}."
+
+    def plan(system: str, dispatcher: Dispatcher) -> None:
+        run_task(
+            ScriptedModel(PLAN), dispatcher, "Plan.", max_steps=6, max_tool_calls=8, system=system
+        )
+
+    def quoting_tool() -> Dispatcher:
+        shop = build_tools(SHOP)
+        tool = ExecutableTool("supplier_portal", f"Portal; key {KEY}.", ProductArguments, str)
+        return Dispatcher([*shop.tools.values(), tool], allowed=[*shop.allowed, "supplier_portal"])
+
+    plan("Plan.", build_tools(SHOP))
+    plan(quoting, build_tools(SHOP))
+    plan("Plan.", quoting_tool())
+    plan("Plan.", build_tools(SHOP))
+    written = trace.read_text(encoding="utf-8")
+    assert_no_piece_of(KEY.lower(), written.lower())
+    starts = [json.loads(line) for line in written.splitlines() if '"run_started"' in line]
+    assert [start["gen_ai.system_instructions"] for start in starts] == [
+        "Plan.",
+        "Plan. Never show the key ***.",
+        "Plan.",
+        "Plan.",
+    ]
+    requests = [json.loads(line) for line in written.splitlines() if '"model_request"' in line]
+    described = [
+        schema["function"]["description"]
+        for request in requests
+        for schema in request["gen_ai.tool.definitions"]
+        if schema["function"]["name"] == "supplier_portal"
+    ]
+    assert described == ["Portal; key ***."]
+
+
 def spellings(text: str) -> set[bytes]:
     """Every way a JSON encoder of a trace line may write `text` inside a string."""
     spelled = {json.dumps(text)[1:-1].encode("ascii")}
@@ -321,6 +368,19 @@ def test_the_one_pass_search_answers_as_the_plain_fragment_search(
 ) -> None:
     line = data.draw(lines_quoting(secrets))
     assert holds_secret(line, secrets) == holds_a_fragment(line, secrets)
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(data=st.data(), secrets=SECRETS)
+def test_the_search_of_a_line_in_text_answers_as_the_plain_fragment_search(
+    data: st.DataObject, secrets: list[str]
+) -> None:
+    # The recorder searches the lines it writes itself before encoding them:
+    # text UTF-8 can encode, folded as text when ASCII. It must answer exactly
+    # as the plain search of the encoded line, or a key could slip through.
+    line = data.draw(lines_quoting(secrets))
+    text = line.decode()
+    assert utf8_line_search(secrets)(text) == holds_a_fragment(text.encode(), secrets)
 
 
 @settings(max_examples=examples(200), deadline=None)

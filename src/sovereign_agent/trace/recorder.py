@@ -36,8 +36,9 @@ from typing import Any, Protocol
 
 import pydantic_core
 
+from sovereign_agent.effects import Effect
 from sovereign_agent.models import AssistantToolCall, Message, ModelClient, ModelReply
-from sovereign_agent.redaction import MIN_FRAGMENT, piece_search, secret_pieces
+from sovereign_agent.redaction import MIN_FRAGMENT, piece_search, secret_pieces, utf8_piece_search
 from sovereign_agent.redaction import redact as redact_text
 from sovereign_agent.tools import Dispatcher, ExecutableTool, Narrowing, Setup, ToolOutcome
 from sovereign_agent.trace.format import FORMAT_VERSION, schema_fingerprint
@@ -63,6 +64,9 @@ MIN_SECRET_FRAGMENT = MIN_FRAGMENT
 _SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 # The longest a trace file may lag behind a run that is waiting on its model.
 WRITE_EVERY_S = 1.0
+# How many values a sink remembers as clean of its keys, or not (`known_clean`).
+_CLEAN_KEPT = 256
+_CLEAN_LONGEST = 65_536
 
 Sink = Callable[[dict[str, Any]], None]
 
@@ -175,6 +179,33 @@ def _spelled_pieces(secrets: tuple[str, ...]) -> tuple[bytes, ...]:
 def _spelled_search(secrets: tuple[str, ...]) -> Callable[[str], bool]:
     # Every spelling is UTF-8 (the standard library's is ASCII), so it is text.
     return piece_search(frozenset(piece.decode() for piece in _spelled_pieces(secrets)))
+
+
+def _line_matches(secrets: Sequence[str]) -> Callable[[str], bool]:
+    """The compiled search `utf8_line_search` runs, for a line it would fold as text."""
+    return utf8_piece_search(frozenset(piece.decode() for piece in _spelled_pieces(tuple(secrets))))
+
+
+def _matches_nothing(text: str) -> bool:
+    return False
+
+
+def utf8_line_search(secrets: Sequence[str]) -> Callable[[str], bool]:
+    """`holds_secret` for a line still in text, one that UTF-8 can encode (no lone surrogate).
+
+    The recorder asks it of every line it writes itself. Such a line needs no
+    search for lone surrogates (see `sovereign_agent.redaction.utf8_piece_search`),
+    and an ASCII line, almost every line, is folded as text: its bytes folded,
+    without encoding it and decoding the result again.
+    """
+    matches = _line_matches(secrets)
+
+    def holds(text: str) -> bool:
+        # str.lower() on ASCII text folds A-Z alone, as bytes.lower() does;
+        # beyond ASCII it folds more, so such a line is folded as bytes.
+        return matches(text.lower() if text.isascii() else text.encode().lower().decode())
+
+    return holds
 
 
 def holds_secret(line: bytes, secrets: Sequence[str]) -> bool:
@@ -363,6 +394,14 @@ class JsonLinesFile:
         self.path = path
         self._file = trace_file(path)
         self._secrets = tuple(secrets)
+        # The one-pass search for every spelling of every piece, made now: a
+        # sink is made once for the keys a process holds, and writes many lines.
+        self._search = utf8_line_search(self._secrets) if self._secrets else None
+        self._matches = _line_matches(self._secrets) if self._secrets else _matches_nothing
+        # Whether lines are searched at all: without a key, no probe need be made.
+        self.searching = self._search is not None
+        # Values found clean or not, by their text (see `known_clean`).
+        self._clean: dict[str, bool] = {}
         self._clock = clock
         self._written_at = clock()
 
@@ -377,7 +416,30 @@ class JsonLinesFile:
             line = encode_event(redact(event, self._secrets))
         self._append(kind, line)
 
-    def take_line(self, kind: str, text: str) -> bool:
+    def known_clean(self, *parts: str) -> bool:
+        """Whether each of `parts`, whole JSON values a line holds, holds no piece of a secret.
+
+        For values a process writes again and again (a run's instructions,
+        the offer of tools): each is searched once for the sink's keys and
+        the answer kept, by the text, so a line need not search it again (see
+        `take_line`'s `probe`). A value that cannot be UTF-8 is not clean.
+        """
+        for part in parts:
+            clean = self._clean.get(part)
+            if clean is None:
+                try:
+                    clean = self._search is None or not self._search(part)
+                except UnicodeEncodeError:
+                    return False
+                if len(part) <= _CLEAN_LONGEST:
+                    if len(self._clean) >= _CLEAN_KEPT:
+                        self._clean.clear()
+                    self._clean[part] = clean
+            if not clean:
+                return False
+        return True
+
+    def take_line(self, kind: str, text: str, probe: str | None = None) -> bool:
         """Append a line the recorder wrote itself, unless it must go the way of an event.
 
         The recorder writes the usual line straight from what it was told
@@ -385,16 +447,36 @@ class JsonLinesFile:
         It is refused, and the recorder hands over the event instead, when it
         cannot be UTF-8 (a lone surrogate: the standard library's escapes are
         written then) or holds a piece of a secret (the event is redacted).
+
+        `probe`, when given, is what is searched for secrets instead of the
+        line: the line with some of its values, each a whole JSON value that
+        `known_clean` found clean, left out. The event's way masks pieces
+        inside its strings only, and every string of a value left out lies
+        inside it, so searching the rest decides as searching the line would.
         """
         try:
             line = text.encode()
         except UnicodeEncodeError:
             return False
-        if self._secrets and holds_secret(line, self._secrets):
-            return False
+        if self.searching:
+            searched = text if probe is None else probe
+            # `_search` written out for an ASCII line, almost every line: a call less.
+            if (
+                self._matches(searched.lower())
+                if searched.isascii()
+                else self._search is not None and self._search(searched)
+            ):
+                return False
+        file = self._file
         if kind == "run_started":
-            self._file.open()
-        self._append(kind, line)
+            file.open()
+        # `_append`, written out: a call less for each of a run's lines.
+        file.pending.append(line)
+        if kind == "run_finished" or (
+            kind == "model_request" and self._clock() - self._written_at >= WRITE_EVERY_S
+        ):
+            file.write()
+            self._written_at = self._clock()
         return True
 
     def _append(self, kind: str, line: bytes) -> None:
@@ -410,23 +492,47 @@ def _new_run_id() -> str:
     return os.urandom(16).hex()
 
 
-# Fingerprints of the tools offered, by the offer's compact JSON: a run offers
-# the same schemas at every step, and that JSON costs a fraction of the
-# canonical JSON a fingerprint hashes. Equal JSON is equal data, so the cache
-# never answers wrongly; it is only emptied when it grows past its bound.
-_OFFERS: dict[bytes, tuple[str, ...]] = {}
+class Offer:
+    """What a line needs of one offer of tools, worked out once for every run that makes it.
+
+    `fingerprints` follow the schemas' order; `by_name` maps each tool's name
+    to its fingerprint (never changed once made: every run that makes this
+    offer shares it), `text` is that map as a line spells it, `spelled`
+    each fingerprint as a line spells it, and `definitions` the offer's own
+    JSON (`offer_json`), the text of its schemas where a line writes them all.
+    """
+
+    __slots__ = ("by_name", "definitions", "fingerprints", "spelled", "text")
+
+    def __init__(self, tools: Sequence[Mapping[str, Any]], offer_json: bytes = b"[]") -> None:
+        self.definitions = offer_json.decode()
+        self.fingerprints = tuple(schema_fingerprint(schema) for schema in tools)
+        self.by_name = {
+            schema["function"]["name"]: fingerprint
+            for schema, fingerprint in zip(tools, self.fingerprints, strict=True)
+        }
+        self.text = _json(self.by_name)
+        self.spelled = {name: _text(fingerprint) for name, fingerprint in self.by_name.items()}
+
+
+# Offers by their compact JSON: a run offers the same schemas at every step,
+# and every run of a process most often the same ones; that JSON costs a
+# fraction of the canonical JSON a fingerprint hashes. Equal JSON is equal
+# data, so the cache never answers wrongly; it is only emptied when it grows
+# past its bound.
+_OFFERS: dict[bytes, Offer] = {}
 _OFFERS_KEPT = 256
 
 
-def _fingerprints(tools: Sequence[Mapping[str, Any]]) -> tuple[bytes, tuple[str, ...]]:
-    """The offer's compact JSON (its definitions, as a line spells them) and its fingerprints."""
+def _offer(tools: Sequence[Mapping[str, Any]]) -> Offer:
+    """What a line needs of the offer `tools`, found by its compact JSON or worked out now."""
     key = pydantic_core.to_json(tools)
-    fingerprints = _OFFERS.get(key)
-    if fingerprints is None:
+    offer = _OFFERS.get(key)
+    if offer is None:
         if len(_OFFERS) >= _OFFERS_KEPT:
             _OFFERS.clear()
-        fingerprints = _OFFERS[key] = tuple(schema_fingerprint(schema) for schema in tools)
-    return key, fingerprints
+        offer = _OFFERS[key] = Offer(tools, key)
+    return offer
 
 
 # How a line spells ASCII text: the standard library's encoder in C, which
@@ -440,16 +546,49 @@ def _json(value: Any) -> str:
     return pydantic_core.to_json(value).decode()
 
 
+# The C encoder spells short ASCII text in half the time Pydantic's takes, but
+# it copies character by character: past about this length Pydantic's is the
+# quicker, five times so for a run's instructions.
+_SHORT_TEXT = 40
+
+
 def _text(value: str) -> str:
     """A string as `encode_event` spells it.
 
-    The C encoder is the quicker on ASCII, and a quarter as quick as
-    Pydantic's on other text (chapter 3's instructions hold a dash); a
-    subclass of str, or anything else, is left to Pydantic, as in the event.
+    The C encoder for short ASCII text, Pydantic's for the rest (the C
+    encoder is a quarter as quick on text beyond ASCII, and slower on long
+    text); a subclass of str, or anything else, is left to Pydantic, as in the event.
     """
-    if type(value) is str and value.isascii():
+    if type(value) is str and len(value) <= _SHORT_TEXT and value.isascii():
         return _ascii_text(value)
     return _json(value)
+
+
+# A run's task and instructions as a line spells them, by the text: a process
+# most often starts every run with the same ones, and spelling them costs some
+# ten times what finding them here does. Equal text is spelled alike, so the
+# cache never answers wrongly; it is emptied when it grows past its bound, and
+# keeps no text longer than long instructions (a few megabytes in all at most).
+_STARTS: dict[str, str] = {}
+_STARTS_KEPT = 64
+_STARTS_LONGEST = 16_384
+
+
+def _start_text(value: str | None) -> str:
+    """`_maybe_text` for what a run starts with, which the next run most likely starts with too."""
+    if value is None:
+        return "null"
+    if type(value) is not str:
+        return _json(value)
+    spelled = _STARTS.get(value)
+    if spelled is None:
+        # Raises for a lone surrogate, which is then never kept.
+        spelled = _text(value)
+        if len(value) <= _STARTS_LONGEST:
+            if len(_STARTS) >= _STARTS_KEPT:
+                _STARTS.clear()
+            _STARTS[value] = spelled
+    return spelled
 
 
 def _maybe_text(value: str | None) -> str:
@@ -467,8 +606,32 @@ def _flag(value: bool) -> str:
     return "true" if value is True else "false" if value is False else _json(value)
 
 
-def _texts(values: Sequence[str]) -> str:
-    return "[" + ",".join(map(_text, values)) + "]"
+# What a run has offered before its first request: nothing.
+_NO_OFFER = Offer(())
+
+
+# How a call's lines end, by its tool's source and effect classes: the same
+# few pairs for every call of every run. Equal pairs end lines alike, so the
+# cache never answers wrongly; it is emptied when it grows past its bound.
+_TAILS: dict[tuple[str | None, frozenset[Effect] | None], str] = {}
+_TAILS_KEPT = 256
+
+
+def _tail_text(source: str | None, classes: frozenset[Effect] | None) -> str:
+    """The end of a call's line: its source (when known) and its classes (when written)."""
+    key = (source, classes)
+    tail = _TAILS.get(key)
+    if tail is None:
+        fields: dict[str, Any] = {}
+        if source is not None:
+            fields["source"] = source
+        if classes is not None:
+            fields["effects"] = sorted(effect.value for effect in classes)
+        tail = "".join(f",{_text(field)}:{_json(value)}" for field, value in fields.items())
+        if len(_TAILS) >= _TAILS_KEPT:
+            _TAILS.clear()
+        _TAILS[key] = tail
+    return tail
 
 
 class Recorder:
@@ -519,7 +682,8 @@ class Recorder:
         self._run = ""
         self._seq = 0
         self._step = 0
-        self._offered: dict[str, str] = {}
+        self._offered: Mapping[str, str] = {}
+        self._offer = _NO_OFFER
         self._last_offer: Sequence[dict[str, Any]] | None = None
         self._defined: set[str] = set()
         self._tokens: list[int | None] = [None, None]
@@ -528,6 +692,9 @@ class Recorder:
         # call of a batch, when its answer was ready: by call id, unique in a run.
         self._called: dict[str, int] = {}
         self._answered: dict[str, int] = {}
+        # Each call's name, id and arguments as a line spells them, by its id.
+        self._spelled_calls: dict[str, tuple[AssistantToolCall, tuple[str, str, str]]] = {}
+        self._spelled_names: dict[str, str] = {}
         # For lines: what every line of the run begins with, the offer's
         # fingerprints as a line spells them, each tool's source and classes.
         self._head = ""
@@ -548,6 +715,8 @@ class Recorder:
         return self._run or None
 
     def _next(self) -> int:
+        # The six events of every run count inline (`self._seq = seq = self._seq
+        # + 1`): a call for each would cost more than the counting.
         self._seq += 1
         return self._seq
 
@@ -564,10 +733,11 @@ class Recorder:
         if self._sink is None:
             return
         self._run = self._new_run_id()
-        self._seq = self._step = 0
-        self._offered, self._last_offer, self._defined = {}, None, set()
+        self._step = 0
+        self._offered, self._offer, self._last_offer, self._defined = {}, _NO_OFFER, None, set()
         self._tokens = [None, None]
-        self._called, self._answered = {}, {}
+        self._called, self._answered, self._spelled_calls = {}, {}, {}
+        self._spelled_names = {}
         # The run's tools as it starts: they can narrow, never change (the
         # dispatcher's registry is read-only, its tools frozen). Each tool's
         # classes are worked out the first time one of its calls is recorded.
@@ -577,26 +747,40 @@ class Recorder:
         name = getattr(model, "model", None)
         setup = dispatcher.setup
         self._started_ns = self._clock()
-        seq, now = self._next(), self._wall_clock()
+        self._seq = seq = 1
+        now = self._wall_clock()
         if self._lines is not None:
             self._head = f'{{"v":{FORMAT_VERSION},"run":{_text(self._run)},"seq":'
         lines = self._lines
         if lines is not None:
+            text: str | None = None
+            probe = None
             try:
-                text: str | None = (
+                head = (
                     f'{self._head}{seq},"event":"run_started",'
                     f'"gen_ai.operation.name":"invoke_agent","time_unix_nano":{_number(now)},'
                     f'"model":{_text(model.label)},'
                     f'"gen_ai.request.model":{_text(name) if isinstance(name, str) else "null"},'
-                    f'"task":{_text(task)},"gen_ai.system_instructions":{_maybe_text(system)},'
-                    f'"max_steps":{_number(max_steps)},"max_tool_calls":{_number(max_tool_calls)},'
-                    f'"hints":{_json(dispatcher.hints)},'
-                    f'"setup":{"null" if setup is None else _json(_setup(setup))}}}\n'
+                    f'"task":'
                 )
+                task_text, system_text = _start_text(task), _start_text(system)
+                middle = (
+                    f'"max_steps":{_number(max_steps)},"max_tool_calls":{_number(max_tool_calls)},'
+                    f'"hints":{_flag(dispatcher.hints)},"setup":'
+                )
+                setup_text = "null" if setup is None else _json(_setup(setup))
+                text = (
+                    f'{head}{task_text},"gen_ai.system_instructions":{system_text},'
+                    f"{middle}{setup_text}}}\n"
+                )
+                # With a key to hide, the task, the instructions and the setup,
+                # most often the same run after run, are searched once.
+                if lines.searching and lines.known_clean(task_text, system_text, setup_text):
+                    probe = f'{head}\n,"gen_ai.system_instructions":\n,{middle}\n}}\n'
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
                 text = None
-            if text is not None and lines.take_line("run_started", text):
+            if text is not None and lines.take_line("run_started", text, probe):
                 return
         self._sink(
             {
@@ -629,10 +813,10 @@ class Recorder:
         definitions_text = "[]"
         # Most steps offer what the step before offered: equal data, equal fingerprints.
         if tools != self._last_offer:
-            self._offered = {}
-            offer, fingerprints = _fingerprints(tools)
-            for schema, fingerprint in zip(tools, fingerprints, strict=True):
-                self._offered[schema["function"]["name"]] = fingerprint
+            offer = _offer(tools)
+            self._offer = offer
+            self._offered = offer.by_name
+            for schema, fingerprint in zip(tools, offer.fingerprints, strict=True):
                 # Each schema is written in full once per run, the first time it
                 # is offered; after that its fingerprint stands for it.
                 if fingerprint not in self._defined:
@@ -640,25 +824,26 @@ class Recorder:
                     definitions.append(schema)
             self._last_offer = tools
             if self._lines is not None:
-                self._offered_text = _json(self._offered)
+                self._offered_text = offer.text
                 # Every schema of the offer is new (a run's first): the offer's
                 # own JSON, already made, is their text.
                 definitions_text = (
-                    offer.decode() if len(definitions) == len(tools) else _json(definitions)
+                    offer.definitions if len(definitions) == len(tools) else _json(definitions)
                 )
-        seq = self._next()
+        self._seq = seq = self._seq + 1
         lines = self._lines
         if lines is not None:
-            try:
-                text: str | None = (
-                    f'{self._head}{seq},"event":"model_request","gen_ai.operation.name":"chat",'
-                    f'"step":{self._step},"messages":{len(messages)},"tools":{self._offered_text},'
-                    f'"gen_ai.tool.definitions":{definitions_text}}}\n'
-                )
-            except (TypeError, ValueError):
-                # A value the line cannot spell as the event's encoder would.
-                text = None
-            if text is not None and lines.take_line("model_request", text):
+            head = (
+                f'{self._head}{seq},"event":"model_request","gen_ai.operation.name":"chat",'
+                f'"step":{self._step},"messages":{len(messages)},"tools":'
+            )
+            text = f'{head}{self._offered_text},"gen_ai.tool.definitions":{definitions_text}}}\n'
+            probe = None
+            # With a key to hide, the offer's two texts, the same at every step
+            # of every run, are searched once (`known_clean`), the rest each time.
+            if lines.searching and lines.known_clean(self._offered_text, definitions_text):
+                probe = f'{head}\n,"gen_ai.tool.definitions":\n}}\n'
+            if lines.take_line("model_request", text, probe):
                 return
         self._sink(
             {
@@ -669,7 +854,8 @@ class Recorder:
                 "gen_ai.operation.name": "chat",
                 "step": self._step,
                 "messages": len(messages),
-                "tools": self._offered,
+                # A copy: the map is the offer's, shared by every run that makes it.
+                "tools": dict(self._offered),
                 "gen_ai.tool.definitions": definitions,
             }
         )
@@ -683,7 +869,8 @@ class Recorder:
                 (self._tokens[0] or 0) + usage.input_tokens,
                 (self._tokens[1] or 0) + usage.output_tokens,
             ]
-        seq, duration = self._next(), self._clock() - self._asked_ns
+        self._seq = seq = self._seq + 1
+        duration = self._clock() - self._asked_ns
         message = reply.message
         lines = self._lines
         if lines is not None:
@@ -700,8 +887,7 @@ class Recorder:
                     f'"duration_ns":{_number(duration)},"content":{_maybe_text(message.content)},'
                     '"tool_calls":['
                     + ",".join(
-                        f'{{"id":{_text(call.id)},"name":{_text(call.name)},'
-                        f'"arguments":{_text(call.arguments_json)}}}'
+                        '{{"id":{1},"name":{0},"arguments":{2}}}'.format(*self._spell_call(call))
                         for call in message.tool_calls
                     )
                     + "]}\n"
@@ -734,19 +920,41 @@ class Recorder:
             }
         )
 
+    def _spell_call(self, call: AssistantToolCall) -> tuple[str, str, str]:
+        """A call's name, id and arguments as its lines spell them, spelled once a run.
+
+        The reply that asks for a call spells them first; the call's own two
+        events find them here, by its id, when they are told of the same call.
+        """
+        found = self._spelled_calls.get(call.id)
+        # The same object, not merely the same id: calls are frozen, so the
+        # spellings are its own, whatever another call reusing the id holds.
+        if found is not None and found[0] is call:
+            return found[1]
+        spelled = (_text(call.name), _text(call.id), _text(call.arguments_json))
+        self._spelled_calls[call.id] = (call, spelled)
+        self._spelled_names[call.name] = spelled[0]
+        return spelled
+
+    def _names_text(self, names: Sequence[str]) -> str:
+        """Tool names as a line spells a list of them, each as the run's calls spelled it."""
+        spelled = self._spelled_names
+        return "[" + ",".join([spelled.get(name) or _text(name) for name in names]) + "]"
+
     def tool_call(self, raw: AssistantToolCall) -> None:
         if self._sink is None:
             return
         self._called[raw.id] = self._clock()
-        seq = self._next()
+        self._seq = seq = self._seq + 1
         lines = self._lines
         if lines is not None:
             try:
+                name, call_id, arguments = self._spell_call(raw)
                 text: str | None = (
                     f'{self._head}{seq},"event":"tool_call","gen_ai.operation.name":"execute_tool",'
-                    f'"step":{self._step},"gen_ai.tool.name":{_text(raw.name)},'
-                    f'"gen_ai.tool.call.id":{_text(raw.id)},'
-                    f'"gen_ai.tool.call.arguments":{_text(raw.arguments_json)}'
+                    f'"step":{self._step},"gen_ai.tool.name":{name},'
+                    f'"gen_ai.tool.call.id":{call_id},'
+                    f'"gen_ai.tool.call.arguments":{arguments}'
                     f"{self._tail(raw.name)}}}\n"
                 )
             except (TypeError, ValueError):
@@ -787,17 +995,18 @@ class Recorder:
         observation = outcome.observation
         failure = outcome.failure
         code = "ok" if observation.get("ok") is True else str(observation["error"])
-        seq = self._next()
+        self._seq = seq = self._seq + 1
         lines = self._lines
         if lines is not None:
             try:
+                name, call_id, _ = self._spell_call(raw)
                 text: str | None = (
                     f'{self._head}{seq},"event":"tool_outcome","gen_ai.operation.name":"execute_tool",'
-                    f'"step":{self._step},"gen_ai.tool.name":{_text(raw.name)},'
-                    f'"gen_ai.tool.call.id":{_text(raw.id)},"code":{_text(code)},'
+                    f'"step":{self._step},"gen_ai.tool.name":{name},'
+                    f'"gen_ai.tool.call.id":{call_id},"code":{_text(code)},'
                     f'"handler_ran":{_flag(outcome.handler_ran)},'
                     f'"duration_ns":{_number(ended - started)},'
-                    f'"schema_fingerprint":{_maybe_text(self._offered.get(raw.name))},'
+                    f'"schema_fingerprint":{self._offer.spelled.get(raw.name, "null")},'
                     f'"gen_ai.tool.call.result":{_json(observation)},'
                     + (
                         '"failure_stage":null,"exception.type":null,"exception.message":null,'
@@ -859,13 +1068,13 @@ class Recorder:
         return {"effects": list(classes)}
 
     def _tail(self, name: str) -> str:
-        """A call's source and classes as its lines end with them, spelled once per tool a run."""
+        """A call's source and classes as its lines end with them, looked up once per tool a run."""
         tail = self._tails.get(name)
         if tail is None:
-            fields = {**self._source(name), **self._classes(name)}
-            tail = self._tails[name] = "".join(
-                f",{_text(field)}:{_json(value)}" for field, value in fields.items()
-            )
+            source = self._sources.get(name)
+            tool = self._tools.get(name) if self._write_effects else None
+            classes = None if tool is None else tool.effect_classes
+            tail = self._tails[name] = _tail_text(source, classes)
         return tail
 
     def scope_narrowed(self, narrowing: Narrowing) -> None:
@@ -892,7 +1101,8 @@ class Recorder:
     def run_finished(self, record: FinishedRun) -> None:
         if self._sink is None:
             return
-        seq, duration = self._next(), self._clock() - self._started_ns
+        self._seq = seq = self._seq + 1
+        duration = self._clock() - self._started_ns
         stop_reason = str(record.stop_reason)
         # The class only: a provider's own words may quote part of a key.
         error_type = None if record.error is None else record.error.split(":")[0]
@@ -904,7 +1114,8 @@ class Recorder:
                     f'{self._head}{seq},"event":"run_finished","gen_ai.operation.name":"invoke_agent",'
                     f'"stop_reason":{_text(stop_reason)},"steps":{_number(record.steps)},'
                     f'"answer":{_maybe_text(record.answer)},"error.type":{_maybe_text(error_type)},'
-                    f'"requested":{_texts(record.requested)},"executed":{_texts(record.executed)},'
+                    f'"requested":{self._names_text(record.requested)},'
+                    f'"executed":{self._names_text(record.executed)},'
                     '"refused":['
                     + ",".join(f"[{_text(tool)},{_text(code)}]" for tool, code in record.refused)
                     + f'],"duration_ns":{_number(duration)},'
