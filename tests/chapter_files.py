@@ -13,6 +13,7 @@ test means to set.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 import re
@@ -27,7 +28,7 @@ from bookproof.grade.book import Book, book_of
 from bookproof.grade.books import load_book
 from bookproof.layout import REPO_ROOT, BookLayout, ChapterParts, ManifestChapter, default_layout
 from bookproof.layout import load_manifest as load
-from bookproof.notebooks.sync import pending
+from bookproof.notebooks.sync import Pending, pending
 
 __all__ = [
     "PROVIDER_VARIABLES",
@@ -74,6 +75,17 @@ def grader_book(layout: BookLayout, number: int) -> Book:
         return book_of(module)
     finally:
         del sys.modules[name]
+
+
+@functools.cache
+def _committed_pending() -> tuple[Pending, ...]:
+    """Every committed notebook not generated from its plan, worked out once a session.
+
+    It regenerates every notebook of every book, most of the time of checking a
+    chapter; the committed export is the same for the whole session (no test
+    writes in it), so each chapter reads its own from one answer.
+    """
+    return tuple(pending(EXERCISES_ROOT))
 
 
 def chapter_problems(layout: BookLayout, chapter: ManifestChapter) -> list[str]:
@@ -129,10 +141,9 @@ def chapter_problems(layout: BookLayout, chapter: ManifestChapter) -> list[str]:
     # In this checkout, the committed notebooks: a learner's run of them in
     # exercises/ is not the project's. A scratch copy is read as it is.
     here = layout.root.resolve() == REPO_ROOT
-    root, exercises = (
-        (EXERCISES_ROOT, as_committed(found.exercises)) if here else (layout.root, found.exercises)
-    )
-    stale = [item for item in pending(root) if item.notebook.parent == exercises]
+    exercises = as_committed(found.exercises) if here else found.exercises
+    todo = _committed_pending() if here else tuple(pending(layout.root))
+    stale = [item for item in todo if item.notebook.parent == exercises]
     need(stale == [], f"notebooks not generated from their plans: {stale}")
 
     # The grader's book: declared for this chapter, grading the starter's module.

@@ -109,8 +109,14 @@ def _readers() -> Iterator[tuple[Path, str]]:
 def _uses_in(tree: ast.AST) -> Iterator[tuple[str, str]]:
     """(module, name) for every use of a held module's name in one piece of Python."""
     aliases: dict[str, str] = {}
+    # One walk of the tree (the whole readers' Python is walked, the test's
+    # cost): attributes are kept and matched once every alias is known, as an
+    # alias may be imported after, or below, a use.
+    attributes: list[ast.Attribute] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        if isinstance(node, ast.Attribute):
+            attributes.append(node)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 if node.module in HELD:
                     yield node.module, alias.name
@@ -125,11 +131,12 @@ def _uses_in(tree: ast.AST) -> Iterator[tuple[str, str]]:
             for module, name in _FACTORY.findall(node.value):
                 if module in HELD:
                     yield module, name
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            owner = ast.unparse(node.value)
+    for attribute in attributes if aliases else ():
+        # An alias is a name or a dotted name: only such an owner can be one.
+        if isinstance(attribute.value, ast.Name | ast.Attribute):
+            owner = ast.unparse(attribute.value)
             if owner in aliases:
-                yield aliases[owner], node.attr
+                yield aliases[owner], attribute.attr
 
 
 @functools.cache

@@ -2,7 +2,9 @@
 
 Two processes racing for one approval (one order, never two); a process
 killed half-way through using an approval (nothing used, nothing spent); and
-the operator's command deciding from a process of its own.
+the operator's command deciding from a process of its own. What the command
+decides and prints on a refusal or a usage error is its `main`'s, called in
+this process: one process start each would test Python's, not the command's.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from sovereign_agent.approvals import (
     list_approvals,
     run_with_approvals,
 )
+from sovereign_agent.approvals.__main__ import main as approvals_main
 from sovereign_agent.approvals.ledger import seconds
 from sovereign_agent.models import AssistantMessage
 from sovereign_agent.models.offline import ScriptedModel
@@ -139,6 +142,23 @@ def approvals_command(path: Path, *arguments: str) -> subprocess.CompletedProces
     )
 
 
+def approvals_in_process(
+    capsys: pytest.CaptureFixture[str], path: Path, *arguments: str
+) -> subprocess.CompletedProcess[str]:
+    """What `python -m sovereign_agent.approvals` exits with and prints, by its `main` here.
+
+    `__main__` exits with `main`'s return; argparse's usage errors exit from within it.
+    """
+    capsys.readouterr()  # only what this command prints
+    argv = ["--store", str(path), *arguments]
+    try:
+        status = approvals_main(argv)
+    except SystemExit as exit:
+        status = exit.code
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, status, printed.out, printed.err)
+
+
 def test_lucy_approves_from_another_process_and_the_run_orders(
     path: Path, pending: sqlite3.Connection, clock: Clock
 ) -> None:
@@ -172,10 +192,10 @@ def test_lucy_approves_from_another_process_and_the_run_orders(
     ]
 
 
-def refused(path: Path, *arguments: str) -> str:
+def refused(capsys: pytest.CaptureFixture[str], path: Path, *arguments: str) -> str:
     """The one line a refused command prints; the command must exit 1 and change nothing."""
     before = contents(path)
-    result = approvals_command(path, *arguments)
+    result = approvals_in_process(capsys, path, *arguments)
     assert result.returncode == 1, result
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1, result.stderr
@@ -184,28 +204,28 @@ def refused(path: Path, *arguments: str) -> str:
 
 
 def test_the_command_refuses_in_one_line_and_changes_nothing(
-    path: Path, pending: sqlite3.Connection, clock: Clock
+    capsys: pytest.CaptureFixture[str], path: Path, pending: sqlite3.Connection, clock: Clock
 ) -> None:
-    assert refused(path, "approve", "99", "--as", "lucy") == (
+    assert refused(capsys, path, "approve", "99", "--as", "lucy") == (
         "error: unknown_approval: no approval 99"
     )
-    assert refused(path, "approve", "1", "--as", "mallory") == (
+    assert refused(capsys, path, "approve", "1", "--as", "mallory") == (
         "error: unknown_operator: 'mallory' is not an operator"
     )
     approve(pending, 1, "lucy", clock=clock)
     approve(pending, 2, "lucy", clock=clock)
-    assert refused(path, "deny", "1", "--as", "sam") == (
+    assert refused(capsys, path, "deny", "1", "--as", "sam") == (
         "error: already_decided: cannot deny approval 1: it is APPROVED"
     )
     # Strawberry 12 is 3,300 pence; 2,450 are left this week.
     dispatcher, authority = build_approved_store_tools(pending, run_id="cafe", clock=clock)
     model = ScriptedModel([AssistantMessage(tool_calls=(order_call("s", "SKU-STRAWBERRY", 12),))])
     run_with_approvals(model, dispatcher, authority, "Strawberry.", max_steps=2, max_tool_calls=2)
-    assert refused(path, "approve", "3", "--as", "lucy") == (
+    assert refused(capsys, path, "approve", "3", "--as", "lucy") == (
         "error: over_budget: approval 3 is for 3,300 pence; only 2,450 pence are left this week"
     )
     morning_run(pending, clock, "friday-noon")
-    assert refused(path, "revoke", "1", "--as", "lucy") == (
+    assert refused(capsys, path, "revoke", "1", "--as", "lucy") == (
         "error: used: approval 1 has already been used"
     )
     # An approval asked for 25 hours ago has expired.
@@ -213,7 +233,7 @@ def test_the_command_refuses_in_one_line_and_changes_nothing(
     dispatcher, authority = build_approved_store_tools(pending, clock=yesterday)
     model = ScriptedModel([AssistantMessage(tool_calls=(order_call("v", "SKU-VANILLA", 2),))])
     run_with_approvals(model, dispatcher, authority, "Vanilla.", max_steps=2, max_tool_calls=2)
-    assert refused(path, "approve", "4", "--as", "lucy") == (
+    assert refused(capsys, path, "approve", "4", "--as", "lucy") == (
         "error: expired: approval 4 has expired"
     )
 
@@ -228,14 +248,16 @@ def test_the_command_refuses_in_one_line_and_changes_nothing(
         ["approve", "1", "--as"],
     ],
 )
-def test_usage_errors_exit_2(path: Path, arguments: list[str]) -> None:
-    result = approvals_command(path, *arguments)
+def test_usage_errors_exit_2(
+    capsys: pytest.CaptureFixture[str], path: Path, arguments: list[str]
+) -> None:
+    result = approvals_in_process(capsys, path, *arguments)
     assert result.returncode == 2, result
     assert "usage:" in result.stderr
 
 
-def test_a_missing_store_is_not_created(tmp_path: Path) -> None:
+def test_a_missing_store_is_not_created(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "typo.db"
-    result = approvals_command(missing, "list")
+    result = approvals_in_process(capsys, missing, "list")
     assert (result.returncode, result.stderr) == (2, f"error: no store at {missing}\n")
     assert not missing.exists()

@@ -7,6 +7,7 @@ import os
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from morning_plan import ROOT, SHOP, TASK, ask, turn
 from provider_stub import OPENAI_ROUTE, ProviderStub, openai_text, openai_tool_calls
 
 from sovereign_agent.evaluate import SuiteError, calls_of, load_suite, run_suite
+from sovereign_agent.evaluate.__main__ import main as evaluate_main
 from sovereign_agent.evaluate.metrics import (
     NO_FIT,
     UNREADABLE,
@@ -282,6 +284,34 @@ def evaluate(*argv: str, env: dict[str, str] | None = None) -> subprocess.Comple
     )
 
 
+@pytest.fixture
+def evaluate_here(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The command's `main` in this process, with the environment `evaluate` gives it.
+
+    For the command's refusals and help, which are its `main`'s to decide: the
+    tests above run it as a process, as a reader does.
+    """
+    for key in [key for key in os.environ if key.startswith("SOVEREIGN")]:
+        monkeypatch.delenv(key)
+    monkeypatch.chdir(ROOT)
+
+    def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        with monkeypatch.context() as scoped:
+            for key, value in (env or {}).items():
+                scoped.setenv(key, value)
+            capsys.readouterr()  # only what this command prints
+            try:
+                status = evaluate_main(list(argv))
+            except SystemExit as exit:  # argparse's --help and usage errors
+                status = exit.code
+            printed = capsys.readouterr()
+        return subprocess.CompletedProcess(list(argv), status, printed.out, printed.err)
+
+    return run
+
+
 def test_the_chapter_suite_prints_the_same_table_for_the_same_seed(tmp_path: Path) -> None:
     first = evaluate(str(SUITE), "--repeat", "5", "--seed", "4", "--json", str(tmp_path / "a.json"))
     second = evaluate(str(SUITE), "--repeat", "5", "--seed", "4", "--quiet")
@@ -367,8 +397,10 @@ def confusion_of(output: str, name: str) -> list[str]:
     return table
 
 
-def test_an_unknown_variant_is_one_line_naming_the_suites_variants() -> None:
-    result = evaluate(str(SUITE), "--repeat", "1", "--variant", "names", "--quiet")
+def test_an_unknown_variant_is_one_line_naming_the_suites_variants(
+    evaluate_here: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    result = evaluate_here(str(SUITE), "--repeat", "1", "--variant", "names", "--quiet")
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == (
@@ -479,14 +511,18 @@ def test_the_same_suite_runs_against_a_real_model_when_one_is_configured(tmp_pat
     assert "secret-token" not in result.stdout + result.stderr
 
 
-def test_an_unknown_provider_is_a_usage_error() -> None:
-    result = evaluate(str(SUITE), env={"SOVEREIGN_MODEL": "parrot:polly"})
+def test_an_unknown_provider_is_a_usage_error(
+    evaluate_here: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    result = evaluate_here(str(SUITE), env={"SOVEREIGN_MODEL": "parrot:polly"})
     assert result.returncode == 2
     assert "SOVEREIGN_MODEL='parrot:polly' is not one of" in result.stderr
 
 
-def test_help_explains_the_stand_in_and_every_column() -> None:
-    result = evaluate("--help")
+def test_help_explains_the_stand_in_and_every_column(
+    evaluate_here: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    result = evaluate_here("--help")
     assert result.returncode == 0
     for phrase in ("--repeat N", "--seed S", "--json FILE", "smoke test", "invalid choices"):
         assert phrase in result.stdout
@@ -546,14 +582,16 @@ def test_a_suite_mistake_names_the_file_and_the_key(
     assert message in str(caught.value)
 
 
-def test_the_command_reports_a_broken_suite_and_exits_2(tmp_path: Path) -> None:
+def test_the_command_reports_a_broken_suite_and_exits_2(
+    tmp_path: Path, evaluate_here: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     path = tmp_path / "broken.toml"
     path.write_text("name = 1\n", encoding="utf-8")
-    result = evaluate(str(path))
+    result = evaluate_here(str(path))
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: {path}: ")
-    assert evaluate(str(tmp_path / "missing.toml")).returncode == 2
-    assert evaluate(str(SUITE), "--repeat", "0").returncode == 2
+    assert evaluate_here(str(tmp_path / "missing.toml")).returncode == 2
+    assert evaluate_here(str(SUITE), "--repeat", "0").returncode == 2
 
 
 REGRESSED = '''

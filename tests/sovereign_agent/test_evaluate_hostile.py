@@ -1,8 +1,10 @@
 """A suite that would break the reader: deep nesting, a FIFO, a repeat count nobody meant.
 
-Each is given to the real command in a fresh process (with a timeout, so a
-hang fails instead of blocking the suite), and must end in one line and exit
-status 2, never a traceback.
+Each suite is given to the real command in a fresh process (with a timeout,
+so a hang fails instead of blocking the suite), and must end in one line and
+exit status 2, never a traceback. A folder, a missing file, a repeat count
+out of bounds and `--help` cannot hang: the command's `main` answers them in
+this process, as it does in its own.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from morning_plan import ROOT
 from strength import examples
 
 from sovereign_agent.evaluate import SuiteError, load_suite
-from sovereign_agent.evaluate.__main__ import MAX_REPEAT
+from sovereign_agent.evaluate.__main__ import MAX_REPEAT, main
 from sovereign_agent.trace.inputs import MAX_DEPTH
 
 SUITE = ROOT / "book/textbook/suites/morning_reorder.toml"
@@ -37,6 +39,19 @@ def evaluate(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[st
         timeout=timeout,
         check=False,
     )
+
+
+def evaluate_here(
+    capsys: pytest.CaptureFixture[str], *argv: str
+) -> subprocess.CompletedProcess[str]:
+    """What `python -m sovereign_agent.evaluate` exits with and prints, by its `main` here."""
+    capsys.readouterr()  # only what this command prints
+    try:
+        status = main(list(argv))
+    except SystemExit as exit:  # argparse's --help and usage errors
+        status = exit.code
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(list(argv), status, printed.out, printed.err)
 
 
 # Dotted keys nest without recursing in tomllib, so they reach a walk of the
@@ -82,22 +97,29 @@ def test_a_fifo_named_as_the_suite_is_refused_without_waiting(tmp_path: Path) ->
     assert result.stderr == f"error: {fifo}: a FIFO, not a regular file\n"
 
 
-def test_a_folder_or_a_missing_suite_is_one_line(tmp_path: Path) -> None:
-    assert evaluate(str(tmp_path)).stderr == f"error: {tmp_path}: a folder, not a regular file\n"
+def test_a_folder_or_a_missing_suite_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = evaluate_here(capsys, str(tmp_path))
+    assert folder.stderr == f"error: {tmp_path}: a folder, not a regular file\n"
     missing = tmp_path / "none.toml"
-    assert evaluate(str(missing)).stderr == f"error: {missing}: no such file\n"
+    assert evaluate_here(capsys, str(missing)).stderr == f"error: {missing}: no such file\n"
 
 
 @pytest.mark.parametrize("repeat", ["0", str(MAX_REPEAT + 1), "100000000"])
-def test_repeat_outside_its_bound_is_refused_saying_why(repeat: str) -> None:
-    result = evaluate(str(SUITE), "--repeat", repeat)
+def test_repeat_outside_its_bound_is_refused_saying_why(
+    capsys: pytest.CaptureFixture[str], repeat: str
+) -> None:
+    result = evaluate_here(capsys, str(SUITE), "--repeat", repeat)
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: --repeat must be 1 to {MAX_REPEAT}: ")
     assert "real requests" in result.stderr
 
 
-def test_the_help_gives_the_repeat_bound_and_its_reason() -> None:
-    result = evaluate("--help")
+def test_the_help_gives_the_repeat_bound_and_its_reason(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    result = evaluate_here(capsys, "--help")
     assert f"1 to {MAX_REPEAT}" in result.stdout
     assert "typo" in result.stdout
 

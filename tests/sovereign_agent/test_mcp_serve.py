@@ -3,7 +3,9 @@
 The server runs as `python -m sovereign_agent.mcp serve --store FILE`, a real
 process over real pipes, on a real store file; the host is the SDK's
 `ClientSession` over `stdio_client`. What a host gets back is chapter 2's
-observation, refusals included.
+observation, refusals included. Options and stores the command refuses, and
+its help, are its `main`'s to answer before it serves anything: called here,
+in this process.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from mcp.client.stdio import stdio_client
 from shop_store import seeded_store
 
 from bookproof.layout import REPO_ROOT
+from sovereign_agent.mcp.__main__ import main as mcp_main
 from sovereign_agent.mcp.serve import build_server
 from sovereign_agent.shop import NoArguments
 from sovereign_agent.tools import Dispatcher, ExecutableTool
@@ -167,6 +170,17 @@ def test_a_consequential_tool_is_never_served_even_with_an_authority() -> None:
     assert ran == []
 
 
+def mcp_command(capsys: pytest.CaptureFixture[str], *argv: str) -> subprocess.CompletedProcess[str]:
+    """What `python -m sovereign_agent.mcp` exits with and prints, by its `main` here."""
+    capsys.readouterr()  # only what this command prints
+    try:
+        status = mcp_main(list(argv))
+    except SystemExit as exit:  # argparse's --help and usage errors
+        status = exit.code
+    printed = capsys.readouterr()
+    return subprocess.CompletedProcess(list(argv), status, printed.out, printed.err)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -178,17 +192,16 @@ def test_a_consequential_tool_is_never_served_even_with_an_authority() -> None:
     ],
 )
 def test_unusable_options_are_one_line_and_exit_2(
-    args: list[str], message: str, tmp_path: Path
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    message: str,
+    tmp_path: Path,
 ) -> None:
     store = seeded_store(tmp_path / "shop.db")
     args = [arg.replace("{store}", str(store)) for arg in args]
-    done = subprocess.run(
-        [sys.executable, "-m", "sovereign_agent.mcp", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    monkeypatch.chdir(tmp_path)
+    done = mcp_command(capsys, *args)
     assert done.returncode == 2
     assert done.stderr.strip() == message or done.stderr.strip().endswith(message)
     assert len(done.stderr.strip().splitlines()) == 1
@@ -196,26 +209,18 @@ def test_unusable_options_are_one_line_and_exit_2(
     assert not (tmp_path / "missing.db").exists()
 
 
-def test_a_file_that_is_not_a_store_is_refused(tmp_path: Path) -> None:
+def test_a_file_that_is_not_a_store_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     bogus = tmp_path / "notes.txt"
     bogus.write_text("not a database, secret-token-notes\n" * 100)
-    done = subprocess.run(
-        [sys.executable, "-m", "sovereign_agent.mcp", "serve", "--store", str(bogus)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = mcp_command(capsys, "serve", "--store", str(bogus))
     assert done.returncode == 2
     assert done.stderr.startswith("error: ") and len(done.stderr.splitlines()) == 1
     assert "secret-token" not in done.stderr
 
 
-def test_help_explains_the_refusals() -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "sovereign_agent.mcp", "serve", "--help"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_help_explains_the_refusals(capsys: pytest.CaptureFixture[str]) -> None:
+    done = mcp_command(capsys, "serve", "--help")
     assert done.returncode == 0
     assert "invalid_arguments" in done.stdout and "consequential" in done.stdout

@@ -14,10 +14,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from anthropic.types import RawMessageStreamEvent
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai.types.chat import ChatCompletionChunk
+from provider_sdk import ProviderSdk, provider_sdk
 from provider_stub import (
     ANTHROPIC_ROUTE,
     OPENAI_ROUTE,
@@ -31,7 +30,7 @@ from provider_stub import (
     openai_tool_calls,
     server_events,
 )
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 from strength import examples
 
 from sovereign_agent.loop import StopReason, run_task
@@ -57,7 +56,11 @@ from sovereign_agent.models.streaming import (
 from sovereign_agent.shop import ProductArguments
 from sovereign_agent.tools import Dispatcher, ExecutableTool
 
-ANTHROPIC_EVENT = TypeAdapter(RawMessageStreamEvent)
+
+@pytest.fixture(scope="module")
+def sdk() -> ProviderSdk:
+    return provider_sdk()
+
 
 names = st.from_regex(r"[a-z_]{1,12}", fullmatch=True)
 ids = st.from_regex(r"call_[A-Za-z0-9]{1,8}", fullmatch=True)
@@ -94,32 +97,32 @@ def anthropic_wire(
 
 @given(texts | st.none(), calls_strategy, pieces)
 def test_every_chat_completion_stream_event_is_a_valid_sdk_chunk(
-    text: str | None, calls: list[tuple[str, str, dict[str, Any]]], piece: int
+    sdk: ProviderSdk, text: str | None, calls: list[tuple[str, str, dict[str, Any]]], piece: int
 ) -> None:
     raw = [(call_id, name, json.dumps(arguments)) for call_id, name, arguments in calls]
     for event in openai_stream_events(text, raw, piece=piece):
-        ChatCompletionChunk.model_validate(event)
+        sdk.chat_completion_chunk.model_validate(event)
 
 
 @given(texts | st.none(), calls_strategy, pieces)
 def test_every_messages_stream_event_is_a_valid_sdk_stream_event(
-    text: str | None, calls: list[tuple[str, str, dict[str, Any]]], piece: int
+    sdk: ProviderSdk, text: str | None, calls: list[tuple[str, str, dict[str, Any]]], piece: int
 ) -> None:
     for event in anthropic_stream_events(text, calls, piece=piece):
-        ANTHROPIC_EVENT.validate_python(event)
+        sdk.anthropic_event.validate_python(event)
 
 
-def test_the_sdk_stream_types_do_refuse_an_event_out_of_shape() -> None:
+def test_the_sdk_stream_types_do_refuse_an_event_out_of_shape(sdk: ProviderSdk) -> None:
     # Proof that the checks above can fail.
     chunk = openai_stream_events("hi")[0]
     del chunk["created"]
     with pytest.raises(ValidationError, match="created"):
-        ChatCompletionChunk.model_validate(chunk)
+        sdk.chat_completion_chunk.model_validate(chunk)
     delta = anthropic_stream_events(None, [("call_1", "f", {})])[2]
     assert delta["type"] == "content_block_delta"
     delta["delta"]["type"] = "arguments_delta"
     with pytest.raises(ValidationError):
-        ANTHROPIC_EVENT.validate_python(delta)
+        sdk.anthropic_event.validate_python(delta)
 
 
 @settings(max_examples=examples(200), deadline=None)

@@ -14,12 +14,9 @@ import urllib.request
 from typing import Any
 
 import pytest
-from anthropic.types import ErrorResponse as AnthropicErrorResponse
-from anthropic.types import Message as AnthropicMessage
 from hypothesis import given
 from hypothesis import strategies as st
-from openai.types import ErrorObject as OpenAIErrorObject
-from openai.types.chat import ChatCompletion
+from provider_sdk import ProviderSdk, provider_sdk
 from provider_stub import (
     ANTHROPIC_ROUTE,
     OPENAI_ROUTE,
@@ -41,9 +38,14 @@ json_objects = st.dictionaries(
 statuses = st.sampled_from([400, 401, 403, 404, 413, 429, 500, 502, 503, 529])
 
 
-def check_openai_error(body: Any) -> None:
+@pytest.fixture(scope="module")
+def sdk() -> ProviderSdk:
+    return provider_sdk()
+
+
+def check_openai_error(sdk: ProviderSdk, body: Any) -> None:
     assert set(body) == {"error"}
-    OpenAIErrorObject.model_validate(body["error"])
+    sdk.openai_error.model_validate(body["error"])
 
 
 @given(
@@ -53,42 +55,46 @@ def check_openai_error(body: Any) -> None:
     counts | st.none(),
 )
 def test_every_chat_completion_text_reply_is_a_valid_sdk_chat_completion(
-    text: str | None, model: str, finish_reason: str, usage: tuple[int, int] | None
+    sdk: ProviderSdk,
+    text: str | None,
+    model: str,
+    finish_reason: str,
+    usage: tuple[int, int] | None,
 ) -> None:
     body = openai_text(text, model=model, finish_reason=finish_reason, usage=usage).body
-    completion = ChatCompletion.model_validate(body)
+    completion = sdk.chat_completion.model_validate(body)
     assert completion.choices[0].message.content == text
 
 
 @given(st.lists(st.tuples(texts, texts, texts), min_size=1, max_size=3), texts | st.none())
 def test_every_chat_completion_tool_call_reply_is_a_valid_sdk_chat_completion(
-    calls: list[tuple[str, str, str]], content: str | None
+    sdk: ProviderSdk, calls: list[tuple[str, str, str]], content: str | None
 ) -> None:
-    completion = ChatCompletion.model_validate(openai_tool_calls(calls, content=content).body)
+    completion = sdk.chat_completion.model_validate(openai_tool_calls(calls, content=content).body)
     tool_calls = completion.choices[0].message.tool_calls or []
     assert [(c.id, c.function.name, c.function.arguments) for c in tool_calls] == calls
 
 
 @given(statuses, texts, st.sampled_from(["invalid_request_error", "rate_limit_exceeded"]))
 def test_every_openai_error_is_a_valid_sdk_error_object(
-    status: int, message: str, kind: str
+    sdk: ProviderSdk, status: int, message: str, kind: str
 ) -> None:
-    check_openai_error(openai_error(status, message, kind=kind).body)
+    check_openai_error(sdk, openai_error(status, message, kind=kind).body)
 
 
 @given(texts, texts, st.sampled_from(["end_turn", "max_tokens", "stop_sequence"]), counts)
 def test_every_messages_text_reply_is_a_valid_sdk_message(
-    text: str, model: str, stop_reason: str, usage: tuple[int, int]
+    sdk: ProviderSdk, text: str, model: str, stop_reason: str, usage: tuple[int, int]
 ) -> None:
     body = anthropic_text(text, model=model, stop_reason=stop_reason, usage=usage).body
-    assert AnthropicMessage.model_validate(body).content[0].type == "text"
+    assert sdk.anthropic_message.model_validate(body).content[0].type == "text"
 
 
 @given(st.lists(st.tuples(texts, texts, json_objects), min_size=1, max_size=3), texts | st.none())
 def test_every_messages_tool_use_reply_is_a_valid_sdk_message(
-    calls: list[tuple[str, str, dict[str, Any]]], text: str | None
+    sdk: ProviderSdk, calls: list[tuple[str, str, dict[str, Any]]], text: str | None
 ) -> None:
-    message = AnthropicMessage.model_validate(anthropic_tool_use(calls, text=text).body)
+    message = sdk.anthropic_message.model_validate(anthropic_tool_use(calls, text=text).body)
     assert message.stop_reason == "tool_use"
 
 
@@ -108,25 +114,29 @@ def test_every_messages_tool_use_reply_is_a_valid_sdk_message(
     ),
 )
 def test_every_anthropic_error_is_a_valid_sdk_error_response(
-    status: int, message: str, kind: str
+    sdk: ProviderSdk, status: int, message: str, kind: str
 ) -> None:
-    AnthropicErrorResponse.model_validate(anthropic_error(status, message, kind=kind).body)
+    sdk.anthropic_error.model_validate(anthropic_error(status, message, kind=kind).body)
 
 
-def test_the_sdk_models_do_refuse_a_reply_missing_a_required_field() -> None:
+def test_the_sdk_models_do_refuse_a_reply_missing_a_required_field(
+    sdk: ProviderSdk,
+) -> None:
     # Proof that the checks above can fail: the stub's old Chat Completions
     # reply had no `created`, and Anthropic's always carries `usage`.
     completion = openai_text("hi").body
     del completion["created"]
     with pytest.raises(ValidationError, match="created"):
-        ChatCompletion.model_validate(completion)
+        sdk.chat_completion.model_validate(completion)
     message = anthropic_text("hi").body
     del message["usage"]
     with pytest.raises(ValidationError, match="usage"):
-        AnthropicMessage.model_validate(message)
+        sdk.anthropic_message.model_validate(message)
 
 
-def test_an_unscripted_request_gets_the_routes_own_error_shape() -> None:
+def test_an_unscripted_request_gets_the_routes_own_error_shape(
+    sdk: ProviderSdk,
+) -> None:
     def body_of(stub: ProviderStub, route: str) -> Any:
         request = urllib.request.Request(stub.base_url + route, data=b"{}", method="POST")
         with pytest.raises(urllib.error.HTTPError) as caught:
@@ -135,5 +145,5 @@ def test_an_unscripted_request_gets_the_routes_own_error_shape() -> None:
         return json.loads(caught.value.read())
 
     with ProviderStub() as stub:
-        check_openai_error(body_of(stub, OPENAI_ROUTE))
-        AnthropicErrorResponse.model_validate(body_of(stub, ANTHROPIC_ROUTE))
+        check_openai_error(sdk, body_of(stub, OPENAI_ROUTE))
+        sdk.anthropic_error.model_validate(body_of(stub, ANTHROPIC_ROUTE))
