@@ -151,6 +151,8 @@ def dbos_runner(folder: Path) -> Callable[[Path], None]:
             "system_database_url": f"sqlite:///{(folder / 'dbos.sqlite').absolute()}",
             "application_version": dbos_worker.APPLICATION_VERSION,
             "log_level": "WARNING",
+            # As the worker polls: what is timed is the worker's DBOS.
+            "notification_listener_polling_interval_sec": dbos_worker.POLL_S,
         }
     )
     DBOS.launch()

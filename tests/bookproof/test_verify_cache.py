@@ -3,6 +3,14 @@
 Each test verifies a three-chapter book with the verifier of a private copy of
 this checkout (its real script, in a subprocess), so that touching "the
 runtime" or "the lock file" touches the copy's, never the repository's.
+
+A cache's keys hold absolute paths (the copy's, the book's), so a primed cache
+hits only where it was made. The module primes one, once, in a folder of its
+own, and keeps a pristine snapshot of the copy, the book and the cache; before
+each test the snapshot is put back at the very same paths, so every test starts
+from a cache that a real run filled, and none sees what another changed. (The
+book stays on disk: the verifier's sandbox mounts a /dev of its own, so a book
+in /dev/shm would be out of its sight.)
 """
 
 from __future__ import annotations
@@ -13,10 +21,12 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from exercise_books import in_memory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strength import examples
@@ -75,16 +85,65 @@ def make_book(root: Path) -> Path:
     return manifest
 
 
-@pytest.fixture
-def checkout(tmp_path: Path) -> Iterator[Path]:
-    root = tmp_path / "checkout"
-    copy_checkout(root)
-    yield root
+@dataclass(frozen=True)
+class Primed:
+    """A copy of the checkout, the book and a cache filled by verifying it, at fixed paths."""
+
+    folder: Path  # where the tests work: `checkout`, `book_root` and `cache` under it
+    pristine: Path  # the same three, as the priming run left them
+
+    @property
+    def checkout(self) -> Path:
+        return self.folder / "checkout"
+
+    @property
+    def book(self) -> Path:
+        return self.folder / "book_root" / "book" / "textbook" / "book.toml"
+
+    @property
+    def cache(self) -> Path:
+        return self.folder / "cache"
+
+    def restore(self) -> None:
+        """Everything back as the priming run left it, at the same paths (the keys hold them)."""
+        shutil.rmtree(self.folder)
+        shutil.copytree(self.pristine, self.folder, symlinks=True)
+
+
+@pytest.fixture(scope="module")
+def primed(tmp_path_factory: pytest.TempPathFactory) -> Primed:
+    base = tmp_path_factory.mktemp("primed")
+    made = Primed(folder=base / "work", pristine=base / "pristine")
+    copy_checkout(made.checkout)
+    assert make_book(made.folder / "book_root") == made.book
+    _, first = run(made.checkout, made.book, made.cache)
+    # An empty cache holds nothing: every chapter is verified, and stored.
+    assert ran(first) == [1, 2, 3]
+    assert len(list(made.cache.glob("*-ch0?.json"))) == 3
+    shutil.copytree(made.folder, made.pristine, symlinks=True)
+    return made
 
 
 @pytest.fixture
-def book(tmp_path: Path) -> Path:
-    return make_book(tmp_path / "book_root")
+def workspace(primed: Primed) -> Primed:
+    primed.restore()
+    return primed
+
+
+@pytest.fixture
+def checkout(workspace: Primed) -> Path:
+    return workspace.checkout
+
+
+@pytest.fixture
+def book(workspace: Primed) -> Path:
+    return workspace.book
+
+
+@pytest.fixture
+def cache(workspace: Primed) -> Path:
+    """The cache the priming run filled: every chapter of the book held, as it stands."""
+    return workspace.cache
 
 
 def run(checkout: Path, manifest: Path, cache: Path, *more: str) -> tuple[str, dict[str, Any]]:
@@ -120,11 +179,9 @@ def ran(report: dict[str, Any]) -> list[int]:
 
 @pytest.mark.slow  # several verifier runs each
 def test_only_an_edited_chapter_runs_again_and_a_hit_is_reported_as_cached(
-    checkout: Path, book: Path, tmp_path: Path
+    checkout: Path, book: Path, cache: Path
 ) -> None:
-    cache = tmp_path / "cache"
-    _, first = run(checkout, book, cache)
-    assert ran(first) == [1, 2, 3]
+    # The first run, on an empty cache, verified every chapter: see `primed`.
     output, second = run(checkout, book, cache)
     assert ran(second) == []
     assert second["summary"]["held"] == 0 and second["summary"]["cached"] == 3
@@ -148,10 +205,8 @@ def test_only_an_edited_chapter_runs_again_and_a_hit_is_reported_as_cached(
     "touched", ["src/sovereign_agent/__init__.py", "uv.lock", "src/bookproof/verify/judge.py"]
 )
 def test_a_change_to_the_runtime_the_lock_or_the_verifier_runs_every_chapter(
-    checkout: Path, book: Path, tmp_path: Path, touched: str
+    checkout: Path, book: Path, cache: Path, touched: str
 ) -> None:
-    cache = tmp_path / "cache"
-    run(checkout, book, cache)
     with (checkout / touched).open("a", encoding="utf-8") as source:
         source.write("\n# touched\n")
     _, report = run(checkout, book, cache)
@@ -160,10 +215,8 @@ def test_a_change_to_the_runtime_the_lock_or_the_verifier_runs_every_chapter(
 
 @pytest.mark.slow  # several verifier runs each
 def test_a_change_to_a_checkpoint_or_the_time_limit_runs_every_chapter(
-    checkout: Path, book: Path, tmp_path: Path
+    checkout: Path, book: Path, cache: Path
 ) -> None:
-    cache = tmp_path / "cache"
-    run(checkout, book, cache)
     _, report = run(checkout, book, cache, "--timeout", "31")
     assert ran(report) == [1, 2, 3]
     checkpoint = book.parent / "checkpoints" / "fixture_ch03_counting_tubs_checkpoint.py"
@@ -175,14 +228,14 @@ def test_a_change_to_a_checkpoint_or_the_time_limit_runs_every_chapter(
 
 @pytest.mark.slow  # several verifier runs each
 def test_no_cache_runs_everything_and_leaves_the_cache_alone(
-    checkout: Path, book: Path, tmp_path: Path
+    checkout: Path, book: Path, cache: Path
 ) -> None:
-    cache = tmp_path / "cache"
-    output, report = run(checkout, book, cache, "--no-cache")
+    absent = cache.parent / "no-cache-yet"
+    output, report = run(checkout, book, absent, "--no-cache")
     assert ran(report) == [1, 2, 3]
     assert "cache off" in output.splitlines()[0]
-    assert not cache.exists()
-    run(checkout, book, cache)
+    assert not absent.exists()
+    # A filled cache is not read either: every chapter runs again.
     _, report = run(checkout, book, cache, "--no-cache")
     assert ran(report) == [1, 2, 3]
 
@@ -194,10 +247,8 @@ def entry_file(cache: Path, number: int) -> Path:
 
 @pytest.mark.slow  # several verifier runs each
 def test_a_corrupted_or_forged_entry_is_ignored_with_a_warning_and_replaced(
-    checkout: Path, book: Path, tmp_path: Path
+    checkout: Path, book: Path, cache: Path, tmp_path: Path
 ) -> None:
-    cache = tmp_path / "cache"
-    run(checkout, book, cache)
     # Chapter 1: not JSON. Chapter 2: a failure dressed as a pass. Chapter 3: a link.
     entry_file(cache, 1).write_bytes(b"\x00{not json")
     forged = json.loads(entry_file(cache, 2).read_text(encoding="utf-8"))
@@ -224,11 +275,21 @@ def test_a_corrupted_or_forged_entry_is_ignored_with_a_warning_and_replaced(
 
 
 @pytest.fixture(scope="module")
-def genuine(tmp_path_factory: pytest.TempPathFactory) -> tuple[VerdictCache, ChapterJob, bytes]:
-    """A cache holding chapter 1's verdict from a real run, its job, and the entry's bytes."""
+def genuine(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[VerdictCache, ChapterJob, bytes]]:
+    """A cache holding chapter 1's verdict from a real run, its job, and the entry's bytes.
+
+    The cache is in memory where the machine has one: the tests below rewrite
+    its entry hundreds of times. (The book stays on disk, in the sandbox's sight.)
+    """
     root = tmp_path_factory.mktemp("genuine")
+    with in_memory(root) as memory:
+        yield _genuine(root, memory / "cache")
+
+
+def _genuine(root: Path, cache_dir: Path) -> tuple[VerdictCache, ChapterJob, bytes]:
     manifest_path = make_book(root / "book_root")
-    cache_dir = root / "cache"
     report = root / "report.json"
     completed = subprocess.run(
         [

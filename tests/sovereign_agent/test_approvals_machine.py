@@ -27,6 +27,7 @@ from approvals_fixture import FRIDAY_MORNING, Clock, friday_store
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from scratch import memory_folder
 from shop_store import PRICES, contents
 from strength import examples
 
@@ -71,7 +72,7 @@ class Modelled:
 class ApprovalsMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.folder = tempfile.TemporaryDirectory(prefix="lucy-")
+        self.folder = tempfile.TemporaryDirectory(prefix="lucy-", dir=memory_folder())
         self.path = friday_store(Path(self.folder.name) / "lucy.db")
         self.connection = open_store(self.path)
         self.clock = Clock()

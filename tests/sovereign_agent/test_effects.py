@@ -22,6 +22,7 @@ from approvals_fixture import Clock, friday_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from morning_plan import PLAN, SHOP
+from scratch import memory_folder
 from strength import examples
 
 from sovereign_agent.approvals import (
@@ -297,7 +298,7 @@ def test_the_names_an_outside_skill_keeps_are_exactly_the_tools_declared_to_only
 def test_every_call_that_can_spend_meets_the_approval_authority_and_runs_only_approved(
     extra: list[frozenset[Effect]], approved: bool
 ) -> None:
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(dir=memory_folder()) as folder:
         clock = Clock()
         store = open_store(friday_store(Path(folder) / "s.db"))
         approved_tools, authority = build_approved_store_tools(store, run_id="r", clock=clock)

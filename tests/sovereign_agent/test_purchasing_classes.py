@@ -17,6 +17,7 @@ from pathlib import Path
 from approvals_fixture import Clock, friday_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scratch import memory_folder
 from strength import examples
 
 from sovereign_agent.approvals import list_approvals
@@ -80,7 +81,7 @@ def test_only_the_tools_that_can_spend_keep_an_amount_rule() -> None:
 def test_only_a_call_that_can_spend_waits_for_an_approval(
     extra: list[frozenset[Effect]], priced: bool
 ) -> None:
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(dir=memory_folder()) as folder:
         store = open_store(friday_store(Path(folder) / "s.db"))
         log: list[str] = []
         extras = [tool(f"tool_{n}", classes, log) for n, classes in enumerate(extra)]

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from scratch import memory_folder
 from strength import examples
 from supplier_desk import RunningDesk, ordered_store, running_desk
 
@@ -44,7 +45,7 @@ SKUS = ("SKU-VANILLA", "SKU-CHOCOLATE", "SKU-STRAWBERRY")
 @pytest.fixture(scope="module")
 def desk() -> Iterator[RunningDesk]:
     with (
-        tempfile.TemporaryDirectory() as folder,
+        tempfile.TemporaryDirectory(dir=memory_folder()) as folder,
         running_desk(Path(folder) / "ledger.db", "--late", str(LATE_S)) as running,
     ):
         yield running
@@ -77,7 +78,7 @@ def ledger_by_key(ledger: Path, keys: list[str]) -> dict[str, list[tuple[str, st
 def test_any_schedule_of_faults_ends_with_one_order_per_purchase(
     desk: RunningDesk, purchases: list[tuple[str, int]], faults: list[str]
 ) -> None:
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(dir=memory_folder()) as folder:
         store_path = Path(folder) / "shop.db"
         order_ids = ordered_store(store_path, purchases)
         client = SupplierDesk(desk.url, settings=CLIENT)

@@ -32,6 +32,7 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
+from scratch import memory_folder
 from shop_store import PRICES, SHOP, contents
 from strength import examples
 
@@ -87,7 +88,7 @@ def need(counts: tuple[int, int, int], target: int) -> int:
 class ReservationsMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
-        self.folder = tempfile.TemporaryDirectory(prefix="lucy-")
+        self.folder = tempfile.TemporaryDirectory(prefix="lucy-", dir=memory_folder())
         self.path = Path(self.folder.name) / "lucy.db"
         self.connection = open_store(self.path)
         seed_store(self.connection, SHOP, PRICES)

@@ -15,6 +15,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scratch import memory_folder
 from shop_store import contents
 from strength import examples
 
@@ -102,7 +103,7 @@ def test_the_store_and_the_dict_answer_every_request_identically(
 ) -> None:
     shop, prices = shop_and_prices
     in_memory = build_tools(shop, prices)
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(dir=memory_folder()) as folder:
         path = Path(folder) / "lucy.db"
         with closing(open_store(path)) as connection:
             seed_store(connection, shop, prices)
@@ -128,7 +129,7 @@ def test_drafting_every_need_twice_saves_one_open_draft_per_priced_product_in_ne
 ) -> None:
     shop, prices = shop_and_prices
     with (
-        tempfile.TemporaryDirectory() as folder,
+        tempfile.TemporaryDirectory(dir=memory_folder()) as folder,
         closing(open_store(Path(folder) / "lucy.db")) as connection,
     ):
         seed_store(connection, shop, prices)

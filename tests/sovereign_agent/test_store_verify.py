@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from scratch import memory_folder
 from shop_store import PRICES, SHOP, contents, run_python, seeded_store
 from strength import examples
 from system_components import require_executable
@@ -389,7 +390,7 @@ def test_a_really_full_small_disk_during_seeding_is_a_one_line_store_error() -> 
 @cache
 def valid_store() -> bytes:
     """The bytes of Lucy's seeded store, closed: made once, copied for every example."""
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(dir=memory_folder()) as folder:
         return seeded_store(Path(folder) / "lucy.db").read_bytes()
 
 
@@ -416,7 +417,7 @@ OBJECT_NAME = st.text(
 @settings(max_examples=examples(60), deadline=None)
 @given(kind=st.sampled_from(["table", "index", "view", "trigger"]), name=OBJECT_NAME)
 def test_any_extra_object_is_refused_and_the_untouched_file_opens(kind: str, name: str) -> None:
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(dir=memory_folder()) as folder:
         path = Path(folder) / "lucy.db"
         path.write_bytes(valid_store())
         try:
