@@ -479,6 +479,17 @@ class JsonLinesFile:
             self._written_at = self._clock()
         return True
 
+    def unsearched_lines(self) -> list[bytes] | None:
+        """Where a line needing no search may go as it is; None when lines are searched.
+
+        For the lines a run writes between its first request and its end
+        (replies, calls, outcomes), which neither open the file nor write a
+        batch: without a key to look for, `take_line` only encodes such a line
+        and appends it here, and the recorder does that itself, a call less
+        for each. The list is the file's own, emptied in place by each write.
+        """
+        return None if self.searching else self._file.pending
+
     def _append(self, kind: str, line: bytes) -> None:
         self._file.pending.append(line)
         if kind == "run_finished" or (
@@ -666,6 +677,9 @@ class Recorder:
     ) -> None:
         self._sink = sink
         self._lines = sink if isinstance(sink, JsonLinesFile) else None
+        # Where a reply's, a call's or an outcome's line goes when no key is
+        # looked for (`JsonLinesFile.unsearched_lines`); None when lines are searched.
+        self._unsearched = None if self._lines is None else self._lines.unsearched_lines()
         # Whether each call's event names its tool's effect classes (chapter
         # 10). Off for a recorder built by hand, so a trace chapter 4 prints
         # keeps its shape; the recorder SOVEREIGN_TRACE makes always writes them.
@@ -895,8 +909,18 @@ class Recorder:
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
                 text = None
-            if text is not None and lines.take_line("model_reply", text):
-                return
+            if text is not None:
+                unsearched = self._unsearched
+                if unsearched is not None:
+                    # `take_line` written out for a line no key is looked for in.
+                    try:
+                        unsearched.append(text.encode())
+                        return
+                    except UnicodeEncodeError:
+                        # A lone surrogate: the event's way writes the standard library's escapes.
+                        pass
+                elif lines.take_line("model_reply", text):
+                    return
         self._sink(
             {
                 "v": FORMAT_VERSION,
@@ -960,8 +984,18 @@ class Recorder:
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
                 text = None
-            if text is not None and lines.take_line("tool_call", text):
-                return
+            if text is not None:
+                unsearched = self._unsearched
+                if unsearched is not None:
+                    # `take_line` written out for a line no key is looked for in.
+                    try:
+                        unsearched.append(text.encode())
+                        return
+                    except UnicodeEncodeError:
+                        # A lone surrogate: the event's way writes the standard library's escapes.
+                        pass
+                elif lines.take_line("tool_call", text):
+                    return
         self._sink(
             {
                 "v": FORMAT_VERSION,
@@ -1022,8 +1056,18 @@ class Recorder:
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
                 text = None
-            if text is not None and lines.take_line("tool_outcome", text):
-                return
+            if text is not None:
+                unsearched = self._unsearched
+                if unsearched is not None:
+                    # `take_line` written out for a line no key is looked for in.
+                    try:
+                        unsearched.append(text.encode())
+                        return
+                    except UnicodeEncodeError:
+                        # A lone surrogate: the event's way writes the standard library's escapes.
+                        pass
+                elif lines.take_line("tool_outcome", text):
+                    return
         self._sink(
             {
                 "v": FORMAT_VERSION,
