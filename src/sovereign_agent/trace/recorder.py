@@ -617,6 +617,9 @@ def _flag(value: bool) -> str:
     return "true" if value is True else "false" if value is False else _json(value)
 
 
+# What a run has replied before its first reply: no text, spelled as none.
+_NOT_REPLIED: tuple[str | None, str] = (None, "null")
+
 # What a run has offered before its first request: nothing.
 _NO_OFFER = Offer(())
 
@@ -709,6 +712,8 @@ class Recorder:
         # Each call's name, id and arguments as a line spells them, by its id.
         self._spelled_calls: dict[str, tuple[AssistantToolCall, tuple[str, str, str]]] = {}
         self._spelled_names: dict[str, str] = {}
+        # The last reply's text and its spelling (see `run_finished`).
+        self._replied: tuple[str | None, str] = _NOT_REPLIED
         # For lines: what every line of the run begins with, the offer's
         # fingerprints as a line spells them, each tool's source and classes.
         self._head = ""
@@ -751,6 +756,7 @@ class Recorder:
         self._offered, self._offer, self._last_offer, self._defined = {}, _NO_OFFER, None, set()
         self._tokens = [None, None]
         self._called, self._answered, self._spelled_calls = {}, {}, {}
+        self._replied = _NOT_REPLIED
         self._spelled_names = {}
         # The run's tools as it starts: they can narrow, never change (the
         # dispatcher's registry is read-only, its tools frozen). Each tool's
@@ -889,6 +895,10 @@ class Recorder:
         lines = self._lines
         if lines is not None:
             try:
+                content = message.content
+                content_text = _maybe_text(content)
+                # Kept for the run's end: a final reply's text is most often its answer.
+                self._replied = (content, content_text)
                 text: str | None = (
                     f'{self._head}{seq},"event":"model_reply","gen_ai.operation.name":"chat",'
                     f'"step":{self._step},"gen_ai.response.model":{_text(reply.model)},'
@@ -898,7 +908,7 @@ class Recorder:
                     f"{'null' if usage is None else _number(usage.input_tokens)},"
                     f'"gen_ai.usage.output_tokens":'
                     f"{'null' if usage is None else _number(usage.output_tokens)},"
-                    f'"duration_ns":{_number(duration)},"content":{_maybe_text(message.content)},'
+                    f'"duration_ns":{_number(duration)},"content":{content_text},'
                     '"tool_calls":['
                     + ",".join(
                         '{{"id":{1},"name":{0},"arguments":{2}}}'.format(*self._spell_call(call))
@@ -973,13 +983,17 @@ class Recorder:
         lines = self._lines
         if lines is not None:
             try:
-                name, call_id, arguments = self._spell_call(raw)
+                # `_spell_call`'s cache written out: the reply spelled this call.
+                found = self._spelled_calls.get(raw.id)
+                name, call_id, arguments = (
+                    found[1] if found is not None and found[0] is raw else self._spell_call(raw)
+                )
                 text: str | None = (
                     f'{self._head}{seq},"event":"tool_call","gen_ai.operation.name":"execute_tool",'
                     f'"step":{self._step},"gen_ai.tool.name":{name},'
                     f'"gen_ai.tool.call.id":{call_id},'
                     f'"gen_ai.tool.call.arguments":{arguments}'
-                    f"{self._tail(raw.name)}}}\n"
+                    f"{self._tails.get(raw.name) or self._tail(raw.name)}}}\n"
                 )
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
@@ -1033,7 +1047,10 @@ class Recorder:
         lines = self._lines
         if lines is not None:
             try:
-                name, call_id, _ = self._spell_call(raw)
+                found = self._spelled_calls.get(raw.id)
+                name, call_id, _ = (
+                    found[1] if found is not None and found[0] is raw else self._spell_call(raw)
+                )
                 text: str | None = (
                     f'{self._head}{seq},"event":"tool_outcome","gen_ai.operation.name":"execute_tool",'
                     f'"step":{self._step},"gen_ai.tool.name":{name},'
@@ -1051,7 +1068,7 @@ class Recorder:
                     )
                     + '"argument_problems":'
                     + ("[]" if not outcome.argument_problems else _json(_problems(outcome)))
-                    + f"{self._tail(raw.name)}}}\n"
+                    + f"{self._tails.get(raw.name) or self._tail(raw.name)}}}\n"
                 )
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
@@ -1154,10 +1171,15 @@ class Recorder:
         lines = self._lines
         if lines is not None:
             try:
+                # The answer is the last reply's text, the very object, already
+                # spelled (a long text is Pydantic's to spell, a dear call).
+                replied, replied_text = self._replied
+                answer = record.answer
+                answer_text = replied_text if answer is replied else _maybe_text(answer)
                 text: str | None = (
                     f'{self._head}{seq},"event":"run_finished","gen_ai.operation.name":"invoke_agent",'
                     f'"stop_reason":{_text(stop_reason)},"steps":{_number(record.steps)},'
-                    f'"answer":{_maybe_text(record.answer)},"error.type":{_maybe_text(error_type)},'
+                    f'"answer":{answer_text},"error.type":{_maybe_text(error_type)},'
                     f'"requested":{self._names_text(record.requested)},'
                     f'"executed":{self._names_text(record.executed)},'
                     '"refused":['
