@@ -895,7 +895,7 @@ class Recorder:
         lines = self._lines
         if lines is not None:
             try:
-                content = message.content
+                content, calls = message.content, message.tool_calls
                 content_text = _maybe_text(content)
                 # Kept for the run's end: a final reply's text is most often its answer.
                 self._replied = (content, content_text)
@@ -908,11 +908,19 @@ class Recorder:
                     f"{'null' if usage is None else _number(usage.input_tokens)},"
                     f'"gen_ai.usage.output_tokens":'
                     f"{'null' if usage is None else _number(usage.output_tokens)},"
-                    f'"duration_ns":{_number(duration)},"content":{content_text},'
-                    '"tool_calls":['
-                    + ",".join(
-                        '{{"id":{1},"name":{0},"arguments":{2}}}'.format(*self._spell_call(call))
-                        for call in message.tool_calls
+                    # An int, as the clock gives, formats as JSON writes it; anything else is
+                    # `_number`'s (a bool is no int here: JSON writes it as true or false).
+                    f'"duration_ns":{duration if type(duration) is int else _number(duration)},'
+                    f'"content":{content_text},"tool_calls":['
+                    + (
+                        ",".join(
+                            [
+                                f'{{"id":{call_id},"name":{name},"arguments":{arguments}}}'
+                                for name, call_id, arguments in map(self._spell_call, calls)
+                            ]
+                        )
+                        if calls
+                        else ""
                     )
                     + "]}\n"
                 )
