@@ -617,6 +617,9 @@ def _flag(value: bool) -> str:
     return "true" if value is True else "false" if value is False else _json(value)
 
 
+# The code of an outcome that went well, as a line spells it (`code` is always a plain str).
+_OK_CODE = '"ok"'
+
 # What a run has replied before its first reply: no text, spelled as none.
 _NOT_REPLIED: tuple[str | None, str] = (None, "null")
 
@@ -1059,24 +1062,29 @@ class Recorder:
                 name, call_id, _ = (
                     found[1] if found is not None and found[0] is raw else self._spell_call(raw)
                 )
+                duration = ended - started
+                handler_ran = outcome.handler_ran
+                # The usual outcome's parts as constants, the rest spelled: one
+                # f-string, where joining five pieces copied the line four times.
+                failure_text = (
+                    '"failure_stage":null,"exception.type":null,"exception.message":null'
+                    if failure is None
+                    else f'"failure_stage":{_text(failure.stage)},'
+                    f'"exception.type":{_text(failure.error_type)},'
+                    f'"exception.message":{_text(failure.message)}'
+                )
                 text: str | None = (
                     f'{self._head}{seq},"event":"tool_outcome","gen_ai.operation.name":"execute_tool",'
                     f'"step":{self._step},"gen_ai.tool.name":{name},'
-                    f'"gen_ai.tool.call.id":{call_id},"code":{_text(code)},'
-                    f'"handler_ran":{_flag(outcome.handler_ran)},'
-                    f'"duration_ns":{_number(ended - started)},'
+                    f'"gen_ai.tool.call.id":{call_id},'
+                    f'"code":{_OK_CODE if code == "ok" else _text(code)},'
+                    f'"handler_ran":{"true" if handler_ran is True else _flag(handler_ran)},'
+                    f'"duration_ns":{duration if type(duration) is int else _number(duration)},'
                     f'"schema_fingerprint":{self._offer.spelled.get(raw.name, "null")},'
-                    f'"gen_ai.tool.call.result":{_json(observation)},'
-                    + (
-                        '"failure_stage":null,"exception.type":null,"exception.message":null,'
-                        if failure is None
-                        else f'"failure_stage":{_text(failure.stage)},'
-                        f'"exception.type":{_text(failure.error_type)},'
-                        f'"exception.message":{_text(failure.message)},'
-                    )
-                    + '"argument_problems":'
-                    + ("[]" if not outcome.argument_problems else _json(_problems(outcome)))
-                    + f"{self._tails.get(raw.name) or self._tail(raw.name)}}}\n"
+                    f'"gen_ai.tool.call.result":{_json(observation)},{failure_text},'
+                    f'"argument_problems":'
+                    f"{'[]' if not outcome.argument_problems else _json(_problems(outcome))}"
+                    f"{self._tails.get(raw.name) or self._tail(raw.name)}}}\n"
                 )
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
