@@ -983,8 +983,10 @@ class Recorder:
 
     def _names_text(self, names: Sequence[str]) -> str:
         """Tool names as a line spells a list of them, each as the run's calls spelled it."""
+        if not names:
+            return "[]"
         spelled = self._spelled_names
-        return "[" + ",".join([spelled.get(name) or _text(name) for name in names]) + "]"
+        return f"[{','.join([spelled.get(name) or _text(name) for name in names])}]"
 
     def tool_call(self, raw: AssistantToolCall) -> None:
         if self._sink is None:
@@ -1192,15 +1194,16 @@ class Recorder:
                 replied, replied_text = self._replied
                 answer = record.answer
                 answer_text = replied_text if answer is replied else _maybe_text(answer)
+                refused = record.refused
                 text: str | None = (
                     f'{self._head}{seq},"event":"run_finished","gen_ai.operation.name":"invoke_agent",'
                     f'"stop_reason":{_text(stop_reason)},"steps":{_number(record.steps)},'
                     f'"answer":{answer_text},"error.type":{_maybe_text(error_type)},'
                     f'"requested":{self._names_text(record.requested)},'
                     f'"executed":{self._names_text(record.executed)},'
-                    '"refused":['
-                    + ",".join(f"[{_text(tool)},{_text(code)}]" for tool, code in record.refused)
-                    + f'],"duration_ns":{_number(duration)},'
+                    # One f-string: joining pieces with + copied the line for each.
+                    f'"refused":[{",".join(map(_refusal_text, refused)) if refused else ""}],'
+                    f'"duration_ns":{duration if type(duration) is int else _number(duration)},'
                     f'"gen_ai.usage.input_tokens":{_number(input_tokens)},'
                     f'"gen_ai.usage.output_tokens":{_number(output_tokens)}}}\n'
                 )
@@ -1228,6 +1231,12 @@ class Recorder:
                 "gen_ai.usage.output_tokens": output_tokens,
             }
         )
+
+
+def _refusal_text(pair: tuple[str, str]) -> str:
+    """A refused call's tool and code as a line spells the pair."""
+    tool, code = pair
+    return f"[{_text(tool)},{_text(code)}]"
 
 
 def _setup(setup: Setup) -> dict[str, Any]:
