@@ -886,12 +886,14 @@ class Recorder:
     def model_reply(self, reply: ModelReply) -> None:
         if self._sink is None:
             return
-        usage = reply.usage
+        # Each of the reply's fields read once: a reply is a Pydantic model,
+        # whose every attribute read goes the long way round (it defines __getattr__).
+        usage, finish_reason = reply.usage, reply.finish_reason
+        input_tokens = output_tokens = None
         if usage is not None:
-            self._tokens = [
-                (self._tokens[0] or 0) + usage.input_tokens,
-                (self._tokens[1] or 0) + usage.output_tokens,
-            ]
+            input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+            tokens = self._tokens
+            self._tokens = [(tokens[0] or 0) + input_tokens, (tokens[1] or 0) + output_tokens]
         self._seq = seq = self._seq + 1
         duration = self._clock() - self._asked_ns
         message = reply.message
@@ -906,11 +908,11 @@ class Recorder:
                     f'{self._head}{seq},"event":"model_reply","gen_ai.operation.name":"chat",'
                     f'"step":{self._step},"gen_ai.response.model":{_text(reply.model)},'
                     f'"gen_ai.response.finish_reasons":'
-                    f"{f'[{_text(reply.finish_reason)}]' if reply.finish_reason else '[]'},"
+                    f"{f'[{_text(finish_reason)}]' if finish_reason else '[]'},"
                     f'"gen_ai.usage.input_tokens":'
-                    f"{'null' if usage is None else _number(usage.input_tokens)},"
+                    f"{'null' if usage is None else _number(input_tokens)},"
                     f'"gen_ai.usage.output_tokens":'
-                    f"{'null' if usage is None else _number(usage.output_tokens)},"
+                    f"{'null' if usage is None else _number(output_tokens)},"
                     # An int, as the clock gives, formats as JSON writes it; anything else is
                     # `_number`'s (a bool is no int here: JSON writes it as true or false).
                     f'"duration_ns":{duration if type(duration) is int else _number(duration)},'
@@ -991,13 +993,16 @@ class Recorder:
     def tool_call(self, raw: AssistantToolCall) -> None:
         if self._sink is None:
             return
-        self._called[raw.id] = self._clock()
+        # The call's id and name read once: a call is a Pydantic model, whose
+        # every attribute read goes the long way round (it defines __getattr__).
+        raw_id, tool = raw.id, raw.name
+        self._called[raw_id] = self._clock()
         self._seq = seq = self._seq + 1
         lines = self._lines
         if lines is not None:
             try:
                 # `_spell_call`'s cache written out: the reply spelled this call.
-                found = self._spelled_calls.get(raw.id)
+                found = self._spelled_calls.get(raw_id)
                 name, call_id, arguments = (
                     found[1] if found is not None and found[0] is raw else self._spell_call(raw)
                 )
@@ -1006,7 +1011,7 @@ class Recorder:
                     f'"step":{self._step},"gen_ai.tool.name":{name},'
                     f'"gen_ai.tool.call.id":{call_id},'
                     f'"gen_ai.tool.call.arguments":{arguments}'
-                    f"{self._tails.get(raw.name) or self._tail(raw.name)}}}\n"
+                    f"{self._tails.get(tool) or self._tail(tool)}}}\n"
                 )
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
@@ -1049,10 +1054,11 @@ class Recorder:
         if self._sink is None:
             return
         # A call answered alone ends now; one of a batch ended when it said so.
-        ended = self._answered.pop(raw.id, None)
+        raw_id, tool = raw.id, raw.name
+        ended = self._answered.pop(raw_id, None)
         if ended is None:
             ended = self._clock()
-        started = self._called.pop(raw.id, ended)
+        started = self._called.pop(raw_id, ended)
         observation = outcome.observation
         failure = outcome.failure
         code = "ok" if observation.get("ok") is True else str(observation["error"])
@@ -1060,7 +1066,7 @@ class Recorder:
         lines = self._lines
         if lines is not None:
             try:
-                found = self._spelled_calls.get(raw.id)
+                found = self._spelled_calls.get(raw_id)
                 name, call_id, _ = (
                     found[1] if found is not None and found[0] is raw else self._spell_call(raw)
                 )
@@ -1082,11 +1088,11 @@ class Recorder:
                     f'"code":{_OK_CODE if code == "ok" else _text(code)},'
                     f'"handler_ran":{"true" if handler_ran is True else _flag(handler_ran)},'
                     f'"duration_ns":{duration if type(duration) is int else _number(duration)},'
-                    f'"schema_fingerprint":{self._offer.spelled.get(raw.name, "null")},'
+                    f'"schema_fingerprint":{self._offer.spelled.get(tool, "null")},'
                     f'"gen_ai.tool.call.result":{_json(observation)},{failure_text},'
                     f'"argument_problems":'
                     f"{'[]' if not outcome.argument_problems else _json(_problems(outcome))}"
-                    f"{self._tails.get(raw.name) or self._tail(raw.name)}}}\n"
+                    f"{self._tails.get(tool) or self._tail(tool)}}}\n"
                 )
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
