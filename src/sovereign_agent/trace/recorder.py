@@ -479,6 +479,17 @@ class JsonLinesFile:
             self._written_at = self._clock()
         return True
 
+    def unsearched_lines(self) -> list[bytes] | None:
+        """Where a line needing no search may go as it is; None when lines are searched.
+
+        For the lines a run writes between its first request and its end
+        (replies, calls, outcomes), which neither open the file nor write a
+        batch: without a key to look for, `take_line` only encodes such a line
+        and appends it here, and the recorder does that itself, a call less
+        for each. The list is the file's own, emptied in place by each write.
+        """
+        return None if self.searching else self._file.pending
+
     def _append(self, kind: str, line: bytes) -> None:
         self._file.pending.append(line)
         if kind == "run_finished" or (
@@ -606,6 +617,12 @@ def _flag(value: bool) -> str:
     return "true" if value is True else "false" if value is False else _json(value)
 
 
+# The code of an outcome that went well, as a line spells it (`code` is always a plain str).
+_OK_CODE = '"ok"'
+
+# What a run has replied before its first reply: no text, spelled as none.
+_NOT_REPLIED: tuple[str | None, str] = (None, "null")
+
 # What a run has offered before its first request: nothing.
 _NO_OFFER = Offer(())
 
@@ -666,6 +683,9 @@ class Recorder:
     ) -> None:
         self._sink = sink
         self._lines = sink if isinstance(sink, JsonLinesFile) else None
+        # Where a reply's, a call's or an outcome's line goes when no key is
+        # looked for (`JsonLinesFile.unsearched_lines`); None when lines are searched.
+        self._unsearched = None if self._lines is None else self._lines.unsearched_lines()
         # Whether each call's event names its tool's effect classes (chapter
         # 10). Off for a recorder built by hand, so a trace chapter 4 prints
         # keeps its shape; the recorder SOVEREIGN_TRACE makes always writes them.
@@ -695,6 +715,8 @@ class Recorder:
         # Each call's name, id and arguments as a line spells them, by its id.
         self._spelled_calls: dict[str, tuple[AssistantToolCall, tuple[str, str, str]]] = {}
         self._spelled_names: dict[str, str] = {}
+        # The last reply's text and its spelling (see `run_finished`).
+        self._replied: tuple[str | None, str] = _NOT_REPLIED
         # For lines: what every line of the run begins with, the offer's
         # fingerprints as a line spells them, each tool's source and classes.
         self._head = ""
@@ -737,6 +759,7 @@ class Recorder:
         self._offered, self._offer, self._last_offer, self._defined = {}, _NO_OFFER, None, set()
         self._tokens = [None, None]
         self._called, self._answered, self._spelled_calls = {}, {}, {}
+        self._replied = _NOT_REPLIED
         self._spelled_names = {}
         # The run's tools as it starts: they can narrow, never change (the
         # dispatcher's registry is read-only, its tools frozen). Each tool's
@@ -863,40 +886,64 @@ class Recorder:
     def model_reply(self, reply: ModelReply) -> None:
         if self._sink is None:
             return
-        usage = reply.usage
+        # Each of the reply's fields read once: a reply is a Pydantic model,
+        # whose every attribute read goes the long way round (it defines __getattr__).
+        usage, finish_reason = reply.usage, reply.finish_reason
+        input_tokens = output_tokens = None
         if usage is not None:
-            self._tokens = [
-                (self._tokens[0] or 0) + usage.input_tokens,
-                (self._tokens[1] or 0) + usage.output_tokens,
-            ]
+            input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+            tokens = self._tokens
+            self._tokens = [(tokens[0] or 0) + input_tokens, (tokens[1] or 0) + output_tokens]
         self._seq = seq = self._seq + 1
         duration = self._clock() - self._asked_ns
         message = reply.message
         lines = self._lines
         if lines is not None:
             try:
+                content, calls = message.content, message.tool_calls
+                content_text = _maybe_text(content)
+                # Kept for the run's end: a final reply's text is most often its answer.
+                self._replied = (content, content_text)
                 text: str | None = (
                     f'{self._head}{seq},"event":"model_reply","gen_ai.operation.name":"chat",'
                     f'"step":{self._step},"gen_ai.response.model":{_text(reply.model)},'
                     f'"gen_ai.response.finish_reasons":'
-                    f"{f'[{_text(reply.finish_reason)}]' if reply.finish_reason else '[]'},"
+                    f"{f'[{_text(finish_reason)}]' if finish_reason else '[]'},"
                     f'"gen_ai.usage.input_tokens":'
-                    f"{'null' if usage is None else _number(usage.input_tokens)},"
+                    f"{'null' if usage is None else _number(input_tokens)},"
                     f'"gen_ai.usage.output_tokens":'
-                    f"{'null' if usage is None else _number(usage.output_tokens)},"
-                    f'"duration_ns":{_number(duration)},"content":{_maybe_text(message.content)},'
-                    '"tool_calls":['
-                    + ",".join(
-                        '{{"id":{1},"name":{0},"arguments":{2}}}'.format(*self._spell_call(call))
-                        for call in message.tool_calls
+                    f"{'null' if usage is None else _number(output_tokens)},"
+                    # An int, as the clock gives, formats as JSON writes it; anything else is
+                    # `_number`'s (a bool is no int here: JSON writes it as true or false).
+                    f'"duration_ns":{duration if type(duration) is int else _number(duration)},'
+                    f'"content":{content_text},"tool_calls":['
+                    + (
+                        ",".join(
+                            [
+                                f'{{"id":{call_id},"name":{name},"arguments":{arguments}}}'
+                                for name, call_id, arguments in map(self._spell_call, calls)
+                            ]
+                        )
+                        if calls
+                        else ""
                     )
                     + "]}\n"
                 )
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
                 text = None
-            if text is not None and lines.take_line("model_reply", text):
-                return
+            if text is not None:
+                unsearched = self._unsearched
+                if unsearched is not None:
+                    # `take_line` written out for a line no key is looked for in.
+                    try:
+                        unsearched.append(text.encode())
+                        return
+                    except UnicodeEncodeError:
+                        # A lone surrogate: the event's way writes the standard library's escapes.
+                        pass
+                elif lines.take_line("model_reply", text):
+                    return
         self._sink(
             {
                 "v": FORMAT_VERSION,
@@ -938,30 +985,49 @@ class Recorder:
 
     def _names_text(self, names: Sequence[str]) -> str:
         """Tool names as a line spells a list of them, each as the run's calls spelled it."""
+        if not names:
+            return "[]"
         spelled = self._spelled_names
-        return "[" + ",".join([spelled.get(name) or _text(name) for name in names]) + "]"
+        return f"[{','.join([spelled.get(name) or _text(name) for name in names])}]"
 
     def tool_call(self, raw: AssistantToolCall) -> None:
         if self._sink is None:
             return
-        self._called[raw.id] = self._clock()
+        # The call's id and name read once: a call is a Pydantic model, whose
+        # every attribute read goes the long way round (it defines __getattr__).
+        raw_id, tool = raw.id, raw.name
+        self._called[raw_id] = self._clock()
         self._seq = seq = self._seq + 1
         lines = self._lines
         if lines is not None:
             try:
-                name, call_id, arguments = self._spell_call(raw)
+                # `_spell_call`'s cache written out: the reply spelled this call.
+                found = self._spelled_calls.get(raw_id)
+                name, call_id, arguments = (
+                    found[1] if found is not None and found[0] is raw else self._spell_call(raw)
+                )
                 text: str | None = (
                     f'{self._head}{seq},"event":"tool_call","gen_ai.operation.name":"execute_tool",'
                     f'"step":{self._step},"gen_ai.tool.name":{name},'
                     f'"gen_ai.tool.call.id":{call_id},'
                     f'"gen_ai.tool.call.arguments":{arguments}'
-                    f"{self._tail(raw.name)}}}\n"
+                    f"{self._tails.get(tool) or self._tail(tool)}}}\n"
                 )
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
                 text = None
-            if text is not None and lines.take_line("tool_call", text):
-                return
+            if text is not None:
+                unsearched = self._unsearched
+                if unsearched is not None:
+                    # `take_line` written out for a line no key is looked for in.
+                    try:
+                        unsearched.append(text.encode())
+                        return
+                    except UnicodeEncodeError:
+                        # A lone surrogate: the event's way writes the standard library's escapes.
+                        pass
+                elif lines.take_line("tool_call", text):
+                    return
         self._sink(
             {
                 "v": FORMAT_VERSION,
@@ -988,10 +1054,11 @@ class Recorder:
         if self._sink is None:
             return
         # A call answered alone ends now; one of a batch ended when it said so.
-        ended = self._answered.pop(raw.id, None)
+        raw_id, tool = raw.id, raw.name
+        ended = self._answered.pop(raw_id, None)
         if ended is None:
             ended = self._clock()
-        started = self._called.pop(raw.id, ended)
+        started = self._called.pop(raw_id, ended)
         observation = outcome.observation
         failure = outcome.failure
         code = "ok" if observation.get("ok") is True else str(observation["error"])
@@ -999,31 +1066,49 @@ class Recorder:
         lines = self._lines
         if lines is not None:
             try:
-                name, call_id, _ = self._spell_call(raw)
+                found = self._spelled_calls.get(raw_id)
+                name, call_id, _ = (
+                    found[1] if found is not None and found[0] is raw else self._spell_call(raw)
+                )
+                duration = ended - started
+                handler_ran = outcome.handler_ran
+                # The usual outcome's parts as constants, the rest spelled: one
+                # f-string, where joining five pieces copied the line four times.
+                failure_text = (
+                    '"failure_stage":null,"exception.type":null,"exception.message":null'
+                    if failure is None
+                    else f'"failure_stage":{_text(failure.stage)},'
+                    f'"exception.type":{_text(failure.error_type)},'
+                    f'"exception.message":{_text(failure.message)}'
+                )
                 text: str | None = (
                     f'{self._head}{seq},"event":"tool_outcome","gen_ai.operation.name":"execute_tool",'
                     f'"step":{self._step},"gen_ai.tool.name":{name},'
-                    f'"gen_ai.tool.call.id":{call_id},"code":{_text(code)},'
-                    f'"handler_ran":{_flag(outcome.handler_ran)},'
-                    f'"duration_ns":{_number(ended - started)},'
-                    f'"schema_fingerprint":{self._offer.spelled.get(raw.name, "null")},'
-                    f'"gen_ai.tool.call.result":{_json(observation)},'
-                    + (
-                        '"failure_stage":null,"exception.type":null,"exception.message":null,'
-                        if failure is None
-                        else f'"failure_stage":{_text(failure.stage)},'
-                        f'"exception.type":{_text(failure.error_type)},'
-                        f'"exception.message":{_text(failure.message)},'
-                    )
-                    + '"argument_problems":'
-                    + ("[]" if not outcome.argument_problems else _json(_problems(outcome)))
-                    + f"{self._tail(raw.name)}}}\n"
+                    f'"gen_ai.tool.call.id":{call_id},'
+                    f'"code":{_OK_CODE if code == "ok" else _text(code)},'
+                    f'"handler_ran":{"true" if handler_ran is True else _flag(handler_ran)},'
+                    f'"duration_ns":{duration if type(duration) is int else _number(duration)},'
+                    f'"schema_fingerprint":{self._offer.spelled.get(tool, "null")},'
+                    f'"gen_ai.tool.call.result":{_json(observation)},{failure_text},'
+                    f'"argument_problems":'
+                    f"{'[]' if not outcome.argument_problems else _json(_problems(outcome))}"
+                    f"{self._tails.get(tool) or self._tail(tool)}}}\n"
                 )
             except (TypeError, ValueError):
                 # A value the line cannot spell as the event's encoder would.
                 text = None
-            if text is not None and lines.take_line("tool_outcome", text):
-                return
+            if text is not None:
+                unsearched = self._unsearched
+                if unsearched is not None:
+                    # `take_line` written out for a line no key is looked for in.
+                    try:
+                        unsearched.append(text.encode())
+                        return
+                    except UnicodeEncodeError:
+                        # A lone surrogate: the event's way writes the standard library's escapes.
+                        pass
+                elif lines.take_line("tool_outcome", text):
+                    return
         self._sink(
             {
                 "v": FORMAT_VERSION,
@@ -1110,15 +1195,21 @@ class Recorder:
         lines = self._lines
         if lines is not None:
             try:
+                # The answer is the last reply's text, the very object, already
+                # spelled (a long text is Pydantic's to spell, a dear call).
+                replied, replied_text = self._replied
+                answer = record.answer
+                answer_text = replied_text if answer is replied else _maybe_text(answer)
+                refused = record.refused
                 text: str | None = (
                     f'{self._head}{seq},"event":"run_finished","gen_ai.operation.name":"invoke_agent",'
                     f'"stop_reason":{_text(stop_reason)},"steps":{_number(record.steps)},'
-                    f'"answer":{_maybe_text(record.answer)},"error.type":{_maybe_text(error_type)},'
+                    f'"answer":{answer_text},"error.type":{_maybe_text(error_type)},'
                     f'"requested":{self._names_text(record.requested)},'
                     f'"executed":{self._names_text(record.executed)},'
-                    '"refused":['
-                    + ",".join(f"[{_text(tool)},{_text(code)}]" for tool, code in record.refused)
-                    + f'],"duration_ns":{_number(duration)},'
+                    # One f-string: joining pieces with + copied the line for each.
+                    f'"refused":[{",".join(map(_refusal_text, refused)) if refused else ""}],'
+                    f'"duration_ns":{duration if type(duration) is int else _number(duration)},'
                     f'"gen_ai.usage.input_tokens":{_number(input_tokens)},'
                     f'"gen_ai.usage.output_tokens":{_number(output_tokens)}}}\n'
                 )
@@ -1146,6 +1237,12 @@ class Recorder:
                 "gen_ai.usage.output_tokens": output_tokens,
             }
         )
+
+
+def _refusal_text(pair: tuple[str, str]) -> str:
+    """A refused call's tool and code as a line spells the pair."""
+    tool, code = pair
+    return f"[{_text(tool)},{_text(code)}]"
 
 
 def _setup(setup: Setup) -> dict[str, Any]:
