@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -88,8 +89,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+def _interruptible() -> None:
+    """Let Ctrl-C reach the processes the tests start, however pytest was started.
+
+    A shell without job control starts a background command (`pytest &` in a
+    script) with SIGINT ignored, and an ignored signal stays ignored across
+    fork and exec: every worker, verifier and server a test starts would then
+    shrug off the SIGINT that tests of a clean stop send it, and those tests
+    would wait out their timeouts. The tests restore Python's own handler for
+    themselves, so their children start with the default, as from a terminal.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Byte-compile what the grader watches before any test runs.
+    """Make the processes tests start interruptible; byte-compile what the grader watches.
 
     The grader refuses a batch during which the environment it relies on
     changed (`bookproof.grade.integrity`). Under pytest-xdist another worker
@@ -97,6 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
     environment, which is such a change. Compiled once here, by the
     controller before its workers start, nothing is left to write.
     """
+    _interruptible()
     if hasattr(config, "workerinput"):
         return  # an xdist worker: the controller has done it
     if not getattr(config.option, "numprocesses", None):
