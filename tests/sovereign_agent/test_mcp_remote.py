@@ -7,6 +7,7 @@ written by hand so they can break the protocol in ways the SDK never would.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import runpy
@@ -24,6 +25,7 @@ from sovereign_agent.mcp.remote import (
     Declared,
     RemoteFailure,
     RemoteTools,
+    _Call,
     connect,
     dispatcher_with_remote,
 )
@@ -217,6 +219,41 @@ def test_a_hang_fails_once_the_call_timeout_has_passed_and_not_before() -> None:
         took = time.monotonic() - started
     assert outcome.failure.error_type == "TimeoutError"
     assert 0.5 <= took < 5
+
+
+def test_a_call_its_connection_cancels_before_it_starts_still_answers_its_caller() -> None:
+    """A call reports in the step that ends it; one cancelled before its first step has no
+    such step, and must still answer its caller at once, its work closed, never left to hang."""
+    asked: list[Any] = []
+
+    async def work() -> str:
+        asked.append("ran")
+        return "answered"
+
+    with hostile("ok") as tools:
+        loop = tools._loop
+        assert loop is not None
+        call: _Call[str] = _Call()
+        coroutine = work()
+
+        def start_then_cancel() -> None:
+            # One turn of the loop: the task exists, its first step has not run.
+            tools._start(coroutine, call, 5.0)
+            tools._cancel_inflight()
+
+        started = time.monotonic()
+        loop.call_soon_threadsafe(start_then_cancel)
+        assert call.done.acquire(timeout=5)
+        took = time.monotonic() - started
+        # The connection still serves the next call as before.
+        assert check(tools).observation == {"ok": True, "value": "40"}
+    assert isinstance(call.error, RemoteFailure)
+    assert str(call.error) == "the call was cancelled"
+    assert asked == []
+    # Closed, so never reported as not awaited.
+    assert inspect.getcoroutinestate(coroutine) == inspect.CORO_CLOSED
+    assert took < 1
+    assert not tools._inflight
 
 
 def test_closing_leaves_no_server_process_behind_not_even_a_zombie() -> None:

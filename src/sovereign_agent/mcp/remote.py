@@ -383,41 +383,60 @@ class RemoteTools:
         raise RemoteFailure(f"the server's tool list runs past {MAX_LIST_PAGES} pages")
 
     def _start(self, work: Coroutine[Any, Any, T], call: _Call[T], timeout: float) -> None:
-        """On the loop: run `work` as a task of its own, under `timeout`, and report to `call`.
+        """On the loop: run `work` as a task of its own, which reports to `call` when it ends.
 
-        One task per call and one timer, nothing wrapped around them: this is
+        One task per call, nothing wrapped around it but the report: this is
         the per-call work of the crossing, so it is kept to what the checks
-        need. `_break` cancels the task if the connection breaks meanwhile.
+        need. The task reports in the step that ends it, so the caller is
+        released a turn of the loop sooner than by a done callback (which is
+        kept only for a task cancelled before its first step); the caller's
+        own wait is the timeout (`_submit`), so no timer is set either.
+        `_break` cancels the task if the connection breaks meanwhile.
         """
         if self._broken is not None:
             work.close()
             call.fail(RemoteFailure(self._broken))
             return
-        loop = asyncio.get_running_loop()
-        task = loop.create_task(work)
+        task = asyncio.get_running_loop().create_task(self._answer(work, call, timeout))
         call.task = task
         self._inflight.add(task)
-        # On expiry the task is cancelled: the SDK abandons the request and
-        # tells the server it was cancelled, as it does for any cancellation.
-        timer = loop.call_later(timeout, call.expire)
 
-        def finished(task: asyncio.Task[T]) -> None:
-            timer.cancel()
-            self._inflight.discard(task)
-            if not task.cancelled():
-                error = task.exception()
-                if error is None:
-                    call.succeed(task.result())
-                else:
-                    call.fail(error)
-            elif call.expired:
-                call.fail(TimeoutError(f"no answer within {timeout} s"))
-            elif self._broken is not None:
-                call.fail(RemoteFailure(self._broken))
-            else:
-                call.fail(RemoteFailure("the call was cancelled"))
+        def unstarted(task: asyncio.Task[None]) -> None:
+            # A task cancelled before its first step never ran `_answer`: it
+            # reports here instead, and closes `work`, which never started.
+            if not call.reported:
+                work.close()
+                self._inflight.discard(task)
+                call.fail(self._cancelled(call, timeout))
 
-        task.add_done_callback(finished)
+        task.add_done_callback(unstarted)
+
+    def _cancelled(self, call: _Call[Any], timeout: float) -> Exception:
+        """Why a call was cancelled: its time ran out, the connection broke, or the loop ended."""
+        if call.expired:
+            return TimeoutError(f"no answer within {timeout} s")
+        if self._broken is not None:
+            return RemoteFailure(self._broken)
+        return RemoteFailure("the call was cancelled")
+
+    async def _answer(self, work: Coroutine[Any, Any, T], call: _Call[T], timeout: float) -> None:
+        """The task of one call: `work`, awaited, and its end reported to the caller once."""
+        try:
+            value = await work
+        except asyncio.CancelledError:
+            call.fail(self._cancelled(call, timeout))
+            raise
+        except Exception as error:
+            # The SDK's own errors: reported, and so retrieved; the task itself ends well.
+            call.fail(error)
+        except BaseException as error:
+            # KeyboardInterrupt, SystemExit: the caller hears of it, and the loop still sees it.
+            call.fail(error)
+            raise
+        else:
+            call.succeed(value)
+        finally:
+            self._inflight.discard(call.task)
 
     def _cancel_inflight(self) -> None:
         for task in tuple(self._inflight):
@@ -443,10 +462,13 @@ class RemoteTools:
             # The loop closed between the check above and now: the server is gone.
             work.close()
             raise RemoteFailure(self._broken or "the connection is closed") from None
-        if not call.done.acquire(timeout=timeout + _GRACE_SECONDS):
+        if not call.done.acquire(timeout=timeout):
+            # Time is up: the loop cancels the call, whose task then reports the timeout
+            # (or its answer, had it come meanwhile). Only a wedged loop says nothing.
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(call.expire)
-            raise TimeoutError(f"the connection did not answer within {timeout} s")
+            if not call.done.acquire(timeout=_GRACE_SECONDS):
+                raise TimeoutError(f"the connection did not answer within {timeout} s")
         if call.error is None:
             # `succeed` stored the value before releasing `done`.
             return cast(T, call.value)
@@ -530,7 +552,7 @@ class RemoteTools:
 class _Call(Generic[T]):
     """One call handed to the loop thread: the lock its caller waits on, and its outcome."""
 
-    __slots__ = ("done", "error", "expired", "task", "value")
+    __slots__ = ("done", "error", "expired", "reported", "task", "value")
 
     def __init__(self) -> None:
         self.done = threading.Lock()
@@ -538,18 +560,27 @@ class _Call(Generic[T]):
         self.value: T | None = None
         self.error: BaseException | None = None
         self.expired = False
-        self.task: asyncio.Task[T] | None = None
+        # Set, on the loop thread only, by the one report the caller gets.
+        self.reported = False
+        self.task: asyncio.Task[None] | None = None
 
     def succeed(self, value: T) -> None:
+        self.reported = True
         self.value = value
         self.done.release()
 
     def fail(self, error: BaseException) -> None:
+        self.reported = True
         self.error = error
         self.done.release()
 
     def expire(self) -> None:
-        """On the loop: the call's time is up; its task, if still running, is cancelled."""
+        """On the loop: the call's time is up; its task, if still running, is cancelled.
+
+        The SDK then abandons the request and tells the server it was
+        cancelled, as it does for any cancellation. `_start` always runs
+        first: the caller queues it before it starts waiting.
+        """
         if self.task is not None and not self.task.done():
             self.expired = True
             self.task.cancel()
