@@ -546,15 +546,24 @@ def _offer(tools: Sequence[Mapping[str, Any]]) -> Offer:
     return offer
 
 
-# How a line spells ASCII text: the standard library's encoder in C, which
-# escapes exactly what Pydantic's does (quote, backslash, controls, in the
-# same short and \u00xx forms); a test holds the two to the same bytes.
-_ascii_text = json.encoder.encode_basestring
+# How a line spells text: the standard library's encoder in C, which escapes
+# exactly what Pydantic's does (quote, backslash, controls, in the same short
+# and \u00xx forms) and leaves the rest as it is, so that any text without a
+# lone surrogate comes out as the same bytes (a test holds the two to that).
+# Called directly for text that is short by nature (ids, names, codes), a
+# call less than `_text`; given anything but a str it raises TypeError, which
+# sends the line the event's way. A lone surrogate is refused later, when the
+# line is encoded, and the line goes the event's way too.
+_short_text = json.encoder.encode_basestring
+
+
+# Pydantic's encoder, found once: an outcome's result is spelled by it directly, a call less.
+_to_json = pydantic_core.to_json
 
 
 def _json(value: Any) -> str:
     """Any value as `encode_event` spells it: by Pydantic's encoder itself."""
-    return pydantic_core.to_json(value).decode()
+    return _to_json(value).decode()
 
 
 # The C encoder spells short ASCII text in half the time Pydantic's takes, but
@@ -571,7 +580,7 @@ def _text(value: str) -> str:
     text); a subclass of str, or anything else, is left to Pydantic, as in the event.
     """
     if type(value) is str and len(value) <= _SHORT_TEXT and value.isascii():
-        return _ascii_text(value)
+        return _short_text(value)
     return _json(value)
 
 
@@ -782,8 +791,9 @@ class Recorder:
                 head = (
                     f'{self._head}{seq},"event":"run_started",'
                     f'"gen_ai.operation.name":"invoke_agent","time_unix_nano":{_number(now)},'
-                    f'"model":{_text(model.label)},'
-                    f'"gen_ai.request.model":{_text(name) if isinstance(name, str) else "null"},'
+                    f'"model":{_short_text(model.label)},'
+                    f'"gen_ai.request.model":'
+                    f"{_short_text(name) if isinstance(name, str) else 'null'},"
                     f'"task":'
                 )
                 task_text, system_text = _start_text(task), _start_text(system)
@@ -906,9 +916,9 @@ class Recorder:
                 self._replied = (content, content_text)
                 text: str | None = (
                     f'{self._head}{seq},"event":"model_reply","gen_ai.operation.name":"chat",'
-                    f'"step":{self._step},"gen_ai.response.model":{_text(reply.model)},'
+                    f'"step":{self._step},"gen_ai.response.model":{_short_text(reply.model)},'
                     f'"gen_ai.response.finish_reasons":'
-                    f"{f'[{_text(finish_reason)}]' if finish_reason else '[]'},"
+                    f"{f'[{_short_text(finish_reason)}]' if finish_reason else '[]'},"
                     f'"gen_ai.usage.input_tokens":'
                     f"{'null' if usage is None else _number(input_tokens)},"
                     f'"gen_ai.usage.output_tokens":'
@@ -978,7 +988,7 @@ class Recorder:
         # spellings are its own, whatever another call reusing the id holds.
         if found is not None and found[0] is call:
             return found[1]
-        spelled = (_text(call.name), _text(call.id), _text(call.arguments_json))
+        spelled = (_short_text(call.name), _short_text(call.id), _text(call.arguments_json))
         self._spelled_calls[call.id] = (call, spelled)
         self._spelled_names[call.name] = spelled[0]
         return spelled
@@ -988,7 +998,7 @@ class Recorder:
         if not names:
             return "[]"
         spelled = self._spelled_names
-        return f"[{','.join([spelled.get(name) or _text(name) for name in names])}]"
+        return f"[{','.join([spelled.get(name) or _short_text(name) for name in names])}]"
 
     def tool_call(self, raw: AssistantToolCall) -> None:
         if self._sink is None:
@@ -1077,19 +1087,19 @@ class Recorder:
                 failure_text = (
                     '"failure_stage":null,"exception.type":null,"exception.message":null'
                     if failure is None
-                    else f'"failure_stage":{_text(failure.stage)},'
-                    f'"exception.type":{_text(failure.error_type)},'
+                    else f'"failure_stage":{_short_text(failure.stage)},'
+                    f'"exception.type":{_short_text(failure.error_type)},'
                     f'"exception.message":{_text(failure.message)}'
                 )
                 text: str | None = (
                     f'{self._head}{seq},"event":"tool_outcome","gen_ai.operation.name":"execute_tool",'
                     f'"step":{self._step},"gen_ai.tool.name":{name},'
                     f'"gen_ai.tool.call.id":{call_id},'
-                    f'"code":{_OK_CODE if code == "ok" else _text(code)},'
+                    f'"code":{_OK_CODE if code == "ok" else _short_text(code)},'
                     f'"handler_ran":{"true" if handler_ran is True else _flag(handler_ran)},'
                     f'"duration_ns":{duration if type(duration) is int else _number(duration)},'
                     f'"schema_fingerprint":{self._offer.spelled.get(tool, "null")},'
-                    f'"gen_ai.tool.call.result":{_json(observation)},{failure_text},'
+                    f'"gen_ai.tool.call.result":{_to_json(observation).decode()},{failure_text},'
                     f'"argument_problems":'
                     f"{'[]' if not outcome.argument_problems else _json(_problems(outcome))}"
                     f"{self._tails.get(tool) or self._tail(tool)}}}\n"
@@ -1203,8 +1213,9 @@ class Recorder:
                 refused = record.refused
                 text: str | None = (
                     f'{self._head}{seq},"event":"run_finished","gen_ai.operation.name":"invoke_agent",'
-                    f'"stop_reason":{_text(stop_reason)},"steps":{_number(record.steps)},'
-                    f'"answer":{answer_text},"error.type":{_maybe_text(error_type)},'
+                    f'"stop_reason":{_short_text(stop_reason)},"steps":{_number(record.steps)},'
+                    f'"answer":{answer_text},'
+                    f'"error.type":{"null" if error_type is None else _short_text(error_type)},'
                     f'"requested":{self._names_text(record.requested)},'
                     f'"executed":{self._names_text(record.executed)},'
                     # One f-string: joining pieces with + copied the line for each.
@@ -1242,7 +1253,7 @@ class Recorder:
 def _refusal_text(pair: tuple[str, str]) -> str:
     """A refused call's tool and code as a line spells the pair."""
     tool, code = pair
-    return f"[{_text(tool)},{_text(code)}]"
+    return f"[{_short_text(tool)},{_short_text(code)}]"
 
 
 def _setup(setup: Setup) -> dict[str, Any]:
