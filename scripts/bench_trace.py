@@ -18,7 +18,9 @@ could meet: encoding the events and writing them once already cost more):
    the goal is printed as not measured and counts as missed.
 3. Offline, against its floor: what recording adds to the scripted plan
    (traced minus untraced) at most 1.5x the floor, which is encoding the
-   run's events (`encode_event`) and appending them in one write. No
+   run's events (`encode_event`; the events SOVEREIGN_TRACE writes, each
+   call's effect classes included, which the script checks against the
+   trace it wrote) and appending them in one write. No
    recorder can cost less than the floor. The floor is measured where a
    recorder has to do that work: inside the run, each event (built before
    the timing) encoded when the loop tells of it, the lines written once when
@@ -75,6 +77,7 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib.util
+import json
 import os
 import random
 import runpy
@@ -352,8 +355,10 @@ def main(argv: list[str] | None = None) -> int:
     def plan(recorder: Recorder | None = None) -> RunRecord:
         return plan_with(ScriptedModel(script), recorder)
 
+    # The events SOVEREIGN_TRACE writes, for the floor to encode: each call's
+    # effect classes included, as that recorder writes them (checked below).
     events: list[dict[str, Any]] = []
-    offline = plan(Recorder(events.append))
+    offline = plan(Recorder(events.append, effects=True))
     replies = stub_replies(offline)
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -365,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         def events_only() -> RunRecord:
             # Every event built and handed to a sink that keeps nothing: what
             # recording costs before any encoding or writing.
-            return plan(Recorder(lambda event: None))
+            return plan(Recorder(lambda event: None, effects=True))
 
         def floor_in_run() -> RunRecord:
             # The least any recorder of these events must do, where it must do
@@ -426,6 +431,10 @@ def main(argv: list[str] | None = None) -> int:
                 print("a traced plan did not finish as chapter 3's does", file=sys.stderr)
                 return 1
             events_per_run = len(runs[0].events)
+            written = [json.loads(line) for line in Path(trace).read_text().splitlines()]
+            if [sorted(line) for line in written] != [sorted(event) for event in events]:
+                print("the floor's events do not hold the fields the trace does", file=sys.stderr)
+                return 1
             works: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
                 "untraced": (unset, plan),
                 "traced": (set_trace, plan),
