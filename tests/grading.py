@@ -194,6 +194,36 @@ def grade_batch(
     return {name: Graded(row) for name, row in found.items()}
 
 
+def grade_with_cli(
+    book: int, folders: Sequence[Path], report: Path, *options: str
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Grade `folders` in one -j 2 batch of the real CLI; its run, and the JSON report's text.
+
+    Asserts that the grader finished well, with its stderr as the message.
+    """
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "grade_exercises.py"),
+            "--book",
+            str(book),
+            "-j",
+            "2",
+            "--json",
+            str(report),
+            *options,
+            *map(str, folders),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed, report.read_text(encoding="utf-8")
+
+
 def _graded_now(
     book: int,
     folders: Mapping[str, Mapping[str, str]],
@@ -207,33 +237,17 @@ def _graded_now(
         (base / name).mkdir()
         for file_name, text in files.items():
             (base / name / file_name).write_text(text, encoding="utf-8")
-    out = base / "report.json"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "scripts/grade_exercises.py",
-            "--book",
-            str(book),
-            "-j",
-            "2",
-            "--isolation",
-            isolation,
-            # Process mode run by root where nobody cannot start Python (this
-            # machine's and CI's): these are our own reference files.
-            *(["--run-submissions-as-root"] if isolation == "process" else []),
-            "--json",
-            str(out),
-            *options,
-            *[str(base / name) for name in folders],
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    result, text = grade_with_cli(
+        book,
+        [base / name for name in folders],
+        base / "report.json",
+        "--isolation",
+        isolation,
+        # Process mode run by root where nobody cannot start Python (this
+        # machine's and CI's): these are our own reference files.
+        *(["--run-submissions-as-root"] if isolation == "process" else []),
+        *options,
     )
-    assert result.returncode == 0, result.stderr
-    text = out.read_text(encoding="utf-8")
     assert "secret-token" not in text
     assert "secret-token" not in result.stdout
     assert "secret-token" not in result.stderr

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from grading import grade_with_cli
 from hypothesis import given
 from hypothesis import strategies as st
 from system_components import require_executable
@@ -297,30 +296,10 @@ SEED = "5"
 
 def _grade(base: Path, names: list[str], *options: str) -> dict[str, Any]:
     out = base / f"report-{len(list(base.glob('report-*')))}.json"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "grade_exercises.py"),
-            "--book",
-            "2",
-            "-j",
-            "2",
-            "--seed",
-            SEED,
-            "--json",
-            str(out),
-            *options,
-            *(str(base / name) for name in names),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        check=False,
+    completed, text = grade_with_cli(
+        2, [base / name for name in names], out, "--seed", SEED, *options
     )
-    assert completed.returncode == 0, completed.stderr
-    report = json.loads(out.read_text(encoding="utf-8"))
-    return {"stderr": completed.stderr, "report": report}
+    return {"stderr": completed.stderr, "report": json.loads(text)}
 
 
 def _by_name(graded: dict[str, Any]) -> dict[str, dict[str, Any]]:
