@@ -446,19 +446,18 @@ def main(argv: list[str] | None = None) -> int:
             otel_record = otel_recording(events)
             if otel_record is not None:
                 works["opentelemetry"] = (unset, otel_record)
+
+            def timed(phase: str) -> dict[str, list[float]]:
+                # A side that could not be made (OpenTelemetry, not installed) is left out.
+                sides = {label: works[label] for label in PHASES[phase] if label in works}
+                return interleaved_per_run_seconds(
+                    sides, options.runs, options.repeat, between_rounds=empty_files
+                )
+
             # The offline phases first, with no server thread in the process:
             # a thread that wakes to poll, as the stub's does, takes the
             # interpreter's lock from the run now and then.
-            timings = {
-                phase: interleaved_per_run_seconds(
-                    {label: works[label] for label in labels if label in works},
-                    options.runs,
-                    options.repeat,
-                    between_rounds=empty_files,
-                )
-                for phase, labels in PHASES.items()
-                if phase != "http"
-            }
+            timings = {phase: timed(phase) for phase in PHASES if phase != "http"}
             with ProviderStub() as stub:
                 client = OpenAICompatibleClient("stub-model", base_url=stub.openai_base_url)
 
@@ -487,15 +486,9 @@ def main(argv: list[str] | None = None) -> int:
                 if http_record.answer != offline.answer:
                     print("the plan over HTTP did not answer as offline", file=sys.stderr)
                     return 1
-                timings["http"] = interleaved_per_run_seconds(
-                    {
-                        "http untraced": (http_unset, over_http),
-                        "http traced": (http_set, over_http),
-                    },
-                    options.runs,
-                    options.repeat,
-                    between_rounds=empty_files,
-                )
+                works["http untraced"] = (http_unset, over_http)
+                works["http traced"] = (http_set, over_http)
+                timings["http"] = timed("http")
                 stub.requests.clear()
         finally:
             os.close(floor_file)
